@@ -1,0 +1,1 @@
+"""Model-agnostic training spine: strategy, trainer, gin glue, checkpoints, records, export."""

@@ -1,0 +1,197 @@
+"""Runs one experiment: build strategy, task and models, then train/eval/export with orbit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orbit
+import tensorflow as tf
+
+from models.core import checkpoint as ckpt
+from models.core import gin_config
+from models.core.errors import UsageError
+from models.core.export import export_saved_model
+from models.core.records import RunInfo, RunRecorder, describe_accelerator
+from models.core.settings import StepPlan, TrainSettings
+from models.core.task import Task
+from models.core.trainer import Evaluator, Trainer
+
+
+@dataclass
+class RunOptions:
+    """What the shared flags say, after parsing."""
+
+    model_dir: str
+    mode: str
+    model_name: str
+    recipe: str
+    slice_name: str
+    precision: str
+    seed: int
+    profile_steps: str | None = None
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    resolver = getattr(strategy, "cluster_resolver", None)
+    task_type = getattr(resolver, "task_type", None)
+    return task_type in (None, "chief") or (task_type == "worker" and resolver.task_id == 0)
+
+
+class Experiment:
+    """Holds everything one run builds; `run()` dispatches on the mode."""
+
+    def __init__(self, task: Task, strategy, settings: TrainSettings, options: RunOptions):
+        self.task, self.strategy, self.settings, self.options = task, strategy, settings, options
+        settings.check(strategy.num_replicas_in_sync)
+        self.chief = is_chief(strategy)
+        if options.mode in ("train", "train_and_eval"):
+            task.validate_data()
+        eval_batch = settings.eval_batch_size or settings.global_batch_size
+        self.plan = StepPlan.make(
+            settings, task.num_examples("train"), task.num_examples("validation")
+        )
+        with strategy.scope():
+            self.models = task.build_models()
+            self.optimizers = task.build_optimizers(
+                self.models,
+                {
+                    "steps_per_epoch": self.plan.steps_per_epoch,
+                    "total_steps": self.plan.total_steps,
+                    "global_batch_size": settings.global_batch_size,
+                },
+            )
+            self.global_step = orbit.utils.create_global_step()
+        self.manager = ckpt.build_manager(
+            options.model_dir,
+            self.global_step,
+            self.plan.checkpoint_interval,
+            settings.max_checkpoints_to_keep,
+            **self.models,
+            **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
+        )
+        self.trainer = self.evaluator = None
+        if options.mode in ("train", "train_and_eval"):
+            self.trainer = Trainer(
+                task,
+                strategy,
+                self.models,
+                self.optimizers,
+                self.global_step,
+                settings.global_batch_size,
+                jit_compile=settings.jit_compile,
+            )
+        if options.mode in ("eval", "train_and_eval", "continuous_eval"):
+            self.evaluator = Evaluator(
+                task, strategy, self.models, eval_batch, jit_compile=settings.jit_compile
+            )
+        self.recorder = RunRecorder(
+            options.model_dir,
+            RunInfo(
+                model=options.model_name,
+                recipe=options.recipe,
+                slice=options.slice_name,
+                replicas=strategy.num_replicas_in_sync,
+                global_batch_size=settings.global_batch_size,
+                precision=options.precision,
+                seed=options.seed,
+                target_metric=settings.target_metric,
+                target_value=settings.target_value,
+            ),
+            chief=self.chief and options.mode in ("train", "train_and_eval"),
+        )
+        self.preemption = ckpt.PreemptionWatcher(self.manager, self.global_step)
+        self.controller = orbit.Controller(
+            global_step=self.global_step,
+            trainer=self.trainer,
+            evaluator=self.evaluator,
+            strategy=strategy,
+            train_actions=[ckpt.NanGuard(self.global_step), self._after_loop, self.preemption],
+            steps_per_loop=self.plan.steps_per_loop,
+            checkpoint_manager=self.manager,
+            summary_interval=self.plan.steps_per_loop if self.trainer else None,
+            summary_dir=f"{options.model_dir}/summaries/train" if self.chief else None,
+            eval_summary_dir=f"{options.model_dir}/summaries/eval" if self.chief else None,
+        )
+        self._wrote_config = False
+
+    def _after_loop(self, output: dict) -> None:
+        """Per-loop bookkeeping: operative config after the first loop, throughput, profiler."""
+        self.recorder.train_progress(float(output.get("examples_per_second", 0.0)))
+        if self.chief and not self._wrote_config:
+            path = gin_config.write_operative_config(self.options.model_dir)
+            with self.controller.summary_manager.summary_writer().as_default():
+                tf.summary.text("operative_config", tf.io.read_file(path), step=0)
+            self._wrote_config = True
+
+    def run(self) -> dict:
+        mode = self.options.mode
+        if mode in ("eval", "export") and self.manager.latest_checkpoint is None:
+            raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
+        if mode == "train":
+            return self._train(evaluate=False)
+        if mode == "train_and_eval":
+            return self._train(evaluate=True)
+        if mode == "eval":
+            return self._evaluate()
+        if mode == "continuous_eval":
+            self.controller.evaluate_continuously(
+                self.plan.eval_steps, timeout=self.settings.continuous_eval_timeout_s
+            )
+            return {}
+        return {"export_dir": export_saved_model(self.task, self.models, self.options.model_dir,
+                                                 int(self.global_step.numpy()))}
+
+    def _evaluate(self) -> dict:
+        metrics = self.controller.evaluate(self.plan.eval_steps)
+        return {k: float(v) for k, v in metrics.items()}
+
+    def _reached(self, metrics: dict) -> bool:
+        name, value = self.settings.target_metric, self.settings.target_value
+        if name is None or value is None:
+            return False
+        if name not in metrics:
+            raise UsageError(
+                f"--target_metric={name} is not an eval metric (have: {', '.join(metrics)})"
+            )
+        return metrics[name] >= value
+
+    def _train(self, evaluate: bool) -> dict:
+        plan, step = self.plan, int(self.global_step.numpy())
+        if step:
+            print(f"resumed from checkpoint at step {step} (epoch {plan.epoch(step)})", flush=True)
+        self.recorder.run_start(
+            describe_accelerator(self.strategy),
+            self.task.num_examples("train"),
+            self.task.num_examples("validation"),
+        )
+        metrics, reached = {}, False
+        try:
+            while step < plan.total_steps and not reached:
+                target = min((step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps)
+                self.controller.train(target, checkpoint_at_completion=False)
+                step = int(self.global_step.numpy())
+                if evaluate:
+                    metrics = self._evaluate()
+                    reached = self._reached(metrics)
+                    self.recorder.eval_result(plan.epoch(step), metrics)
+                    self._progress(step, metrics)
+            if evaluate and not metrics:
+                metrics = self._evaluate()
+                reached = self._reached(metrics)
+                self.recorder.eval_result(plan.epoch(step), metrics)
+        except BaseException:  # preemption, divergence, bad data: the record says aborted
+            self.recorder.run_stop(success=False)
+            raise
+        self.controller.save_checkpoint()
+        has_target = self.settings.target_metric is not None and evaluate
+        self.recorder.run_stop(success=reached or not has_target)
+        return {"step": step, "reached_target": reached, **metrics}
+
+    def _progress(self, step: int, metrics: dict) -> None:
+        shown = " | ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        rate = self.recorder.record.examples_per_second or 0.0
+        print(
+            f"epoch {self.plan.epoch(step):g}/{self.settings.epochs:g} | step {step} | {shown} | "
+            f"{rate:.0f} examples/s | {self.recorder.elapsed():.1f} s",
+            flush=True,
+        )

@@ -1,0 +1,29 @@
+"""SavedModel export with the task's serving signatures (e.g. encoded image bytes in)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from models.core.errors import UsageError
+from models.core.task import Models, Task
+
+
+def export_saved_model(task: Task, models: Models, model_dir: str, step: int) -> str:
+    """Writes model_dir/export/<step> atomically and returns its path."""
+    signatures = task.serving_signatures(models)
+    if not signatures:
+        raise UsageError(f"--mode=export: {type(task).__name__} has no serving signature")
+    module = tf.Module()
+    module.models = models
+    for name, function in signatures.items():
+        setattr(module, f"serve_{name}", function)
+    final = f"{model_dir.rstrip('/')}/export/{step}"
+    tmp = final + ".tmp"
+    if tf.io.gfile.exists(tmp):
+        tf.io.gfile.rmtree(tmp)
+    tf.saved_model.save(module, tmp, signatures=signatures)
+    if tf.io.gfile.exists(final):
+        tf.io.gfile.rmtree(final)
+    tf.io.gfile.rename(tmp, final)
+    print(f"exported SavedModel to {final}", flush=True)
+    return final

@@ -1,0 +1,35 @@
+"""The command-line flags every model shares, defined once."""
+
+from absl import flags
+
+MODES = ("train", "eval", "train_and_eval", "continuous_eval", "export")
+STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device")
+
+
+def define_flags() -> None:
+    """Defines the shared flags (idempotent, so tests may call it repeatedly)."""
+    if "model_dir" in flags.FLAGS:
+        return
+    flags.DEFINE_string("model_dir", None, "Directory for checkpoints, summaries and records.")
+    flags.DEFINE_string(
+        "data_dir", None, "Directory of TFRecords in the dataset's schema. Default: built-in data."
+    )
+    flags.DEFINE_multi_string(
+        "gin_file", [], "Gin recipe file; repeatable. Bare names resolve under configs/."
+    )
+    flags.DEFINE_multi_string("gin_param", [], "Gin binding such as 'train.epochs = 5'; repeatable.")
+    flags.DEFINE_multi_string("gin_bindings", [], "Alias of --gin_param.")
+    flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to run.")
+    flags.DEFINE_string("tpu", None, "TPU name, grpc://address, or 'local'. Implies TPUStrategy.")
+    flags.DEFINE_string(
+        "slice", None, "Device slice: cpu-N (N logical CPUs, mirrored), gpu-N, or a TPU slice name."
+    )
+    flags.DEFINE_enum("strategy", None, STRATEGIES, "Distribution strategy (default: inferred).")
+    flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"], "Compute precision.")
+    flags.DEFINE_integer("seed", 0, "Random seed for weights and input order.")
+    flags.DEFINE_string("target_metric", None, "Stop when this eval metric reaches --target_value.")
+    flags.DEFINE_float("target_value", None, "Target for --target_metric (time-to-accuracy mode).")
+    flags.DEFINE_string("profile_steps", None, "Profile steps 'START,END' into model_dir/profile.")
+    flags.DEFINE_string(
+        "recipe", None, "Recipe name recorded in run records (default: the gin file names)."
+    )

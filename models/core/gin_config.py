@@ -1,0 +1,92 @@
+"""gin + flags glue: recipe resolution, one-line parse errors, operative config."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gin
+import tensorflow as tf
+import tf_keras
+
+from models.core.errors import UsageError, nearest
+from models.registry import CONFIGS_DIR
+
+OPERATIVE_CONFIG = "operative_config.gin"
+_UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
+_UNKNOWN_PARAMETER = re.compile(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
+_LOCATION = re.compile(r'In (file "[^"]+", line \d+|bindings string line \d+)')
+
+
+def register_externals() -> None:
+    """The Model Garden / tf_keras classes that recipes may bind, registered in one place."""
+    if "tf_keras.regularizers.L2" in gin.config._REGISTRY:  # noqa: SLF001 - idempotence
+        return
+    gin.external_configurable(tf_keras.regularizers.L2, module="tf_keras.regularizers")
+    gin.external_configurable(tf_keras.losses.Reduction, module="tf_keras.losses")
+
+
+def resolve_gin_file(name: str, family: str | None = None) -> str:
+    """A path as given, else a bare name under configs/ or configs/<family>/ (.gin optional)."""
+    candidates = [Path(name)]
+    for root in [CONFIGS_DIR] + ([CONFIGS_DIR / family] if family else []):
+        candidates += [root / name, root / f"{name}.gin"]
+    for path in candidates:
+        if path.is_file():
+            return str(path)
+    known = [str(p.relative_to(CONFIGS_DIR)) for p in CONFIGS_DIR.rglob("*.gin")]
+    raise UsageError(f"--gin_file={name}: no such file{nearest(name, known)}")
+
+
+def _known_configurables() -> list[str]:
+    return sorted({key[1].split(".")[-1] for key in gin.config._REGISTRY})  # noqa: SLF001
+
+
+def _parameters_of(configurable: str) -> list[str]:
+    import inspect
+
+    try:
+        selector = gin.config._REGISTRY.get_match(configurable)  # noqa: SLF001
+        return list(inspect.signature(selector.wrapped).parameters)
+    except (TypeError, ValueError, AttributeError):
+        return []
+
+
+def _explain(error: Exception) -> str:
+    """One line: what is wrong, where, and the nearest valid name."""
+    text = str(error)
+    location = _LOCATION.search(text)
+    where = f" ({location.group(1)})" if location else ""
+    if match := _UNKNOWN_CONFIGURABLE.search(text):
+        name = match.group(1)
+        return f"unknown gin configurable '{name}'{where}{nearest(name, _known_configurables())}"
+    if match := _UNKNOWN_PARAMETER.search(text):
+        owner, param = match.groups()
+        hint = nearest(param, _parameters_of(owner))
+        return f"gin configurable '{owner}' has no parameter '{param}'{where}{hint}"
+    return f"bad gin config{where}: {text.strip().splitlines()[0]}"
+
+
+def parse(files: list[str], bindings: list[str], family: str | None = None) -> list[str]:
+    """Parses recipe files then bindings (bindings win); returns the resolved file paths."""
+    register_externals()
+    gin.add_config_file_search_path(str(CONFIGS_DIR))
+    paths = [resolve_gin_file(f, family) for f in files]
+    try:
+        gin.parse_config_files_and_bindings(paths, bindings, finalize_config=False)
+    except (ValueError, SyntaxError, KeyError, TypeError, ImportError) as error:
+        raise UsageError(_explain(error)) from None
+    except Exception as error:  # noqa: BLE001 - gin's parser raises tokenize errors too
+        raise UsageError(_explain(error)) from None
+    return paths
+
+
+def write_operative_config(model_dir: str) -> str:
+    """Writes operative_config.gin (what the run actually used) and returns its path."""
+    path = f"{model_dir.rstrip('/')}/{OPERATIVE_CONFIG}"
+    text = gin.operative_config_str()
+    tmp = path + ".tmp"
+    with tf.io.gfile.GFile(tmp, "w") as handle:
+        handle.write(text)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+    return path

@@ -1,0 +1,96 @@
+"""The command line every model shares: `python -m models.<family>` calls `main()`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import tensorflow as tf
+import tf_keras
+from absl import app, flags, logging
+
+from models.core import checkpoint as ckpt
+from models.core import gin_config
+from models.core.errors import UsageError, fail, run_guarded
+from models.core.experiment import Experiment, RunOptions
+from models.core.flags import define_flags
+from models.core.precision import set_precision
+from models.core.settings import TrainSettings
+from models.core.strategy import build_strategy, check_slice_matches
+from models.core.task import Task
+
+FLAGS = flags.FLAGS
+
+
+def _recipe_name(gin_files: list[str]) -> str:
+    from pathlib import Path
+
+    return "+".join(Path(f).stem for f in gin_files) or "default"
+
+
+def run_from_flags(task_factory: Callable[[str | None], Task], family: str, default_recipe: str):
+    """Flags -> gin -> strategy -> task -> Experiment.run(); returns the run's results."""
+    if not FLAGS.model_dir:
+        raise UsageError("--model_dir is required")
+    if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
+        raise UsageError("--data_dir is empty")
+    files = FLAGS.gin_file or [default_recipe]
+    gin_config.parse(files, FLAGS.gin_param + FLAGS.gin_bindings, family=family)
+    strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice)
+    check_slice_matches(FLAGS.slice, strategy)
+    set_precision(FLAGS.precision)
+    tf_keras.utils.set_random_seed(FLAGS.seed)
+    settings = TrainSettings()
+    if FLAGS.target_metric is not None:
+        settings.target_metric = FLAGS.target_metric
+    if FLAGS.target_value is not None:
+        settings.target_value = FLAGS.target_value
+    task = task_factory(FLAGS.data_dir)
+    settings.target_metric = settings.target_metric or (
+        task.primary_metric if settings.target_value is not None else None
+    )
+    tf.io.gfile.makedirs(FLAGS.model_dir)
+    options = RunOptions(
+        model_dir=FLAGS.model_dir,
+        mode=FLAGS.mode,
+        model_name=family,
+        recipe=FLAGS.recipe or _recipe_name(files),
+        slice_name=FLAGS.slice or f"{strategy.num_replicas_in_sync}-replica",
+        precision=FLAGS.precision,
+        seed=FLAGS.seed,
+        profile_steps=FLAGS.profile_steps,
+    )
+    return Experiment(task, strategy, settings, options).run()
+
+
+def _report(results: dict) -> None:
+    shown = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items())
+    print(f"done: {shown}", flush=True)
+
+
+def main(task_factory: Callable[[str | None], Task], family: str, default_recipe: str) -> None:
+    """Entry point: bad input -> one line and exit 2; SIGTERM -> checkpoint, then exit 143."""
+    define_flags()
+    logging.set_verbosity(logging.WARNING)
+
+    def _main(argv):
+        if len(argv) > 1:
+            raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        try:
+            _report(run_from_flags(task_factory, family, default_recipe) or {})
+        except ckpt.Preempted as stop:
+            print(f"SIGTERM: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
+            sys.exit(143)
+        except ckpt.TrainingAborted as error:
+            print(f"error: {error}", file=sys.stderr, flush=True)
+            sys.exit(1)
+
+    run_guarded(lambda: app.run(_main, flags_parser=_parse_flags))
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl flag errors (unknown flag, bad enum) -> one line, exit 2."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:
+        fail(str(error))

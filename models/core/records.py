@@ -1,0 +1,145 @@
+"""Run records: an MLPerf-format log (mlperf_logging.mllog) and one JSON record per run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import tensorflow as tf
+from mlperf_logging import mllog
+from mlperf_logging.mllog import constants
+
+RECORDS_DIR = "records"
+
+
+@dataclass
+class RunInfo:
+    """What identifies a run in its record."""
+
+    model: str
+    recipe: str
+    slice: str
+    replicas: int
+    global_batch_size: int
+    precision: str
+    seed: int
+    target_metric: str | None
+    target_value: float | None
+
+
+@dataclass
+class RunRecord(RunInfo):
+    """The JSON record of one run (fields as in DESIGN.md)."""
+
+    status: str = "running"
+    time_to_accuracy_s: float | None = None
+    epochs: float = 0.0
+    final_metrics: dict = field(default_factory=dict)
+    eval_curve: list = field(default_factory=list)
+    examples_per_second: float | None = None
+    host: str = ""
+    accelerator: str = ""
+    git_revision: str = ""
+    started_at: str = ""
+
+
+def git_revision() -> str:
+    """The project's git commit, or '' outside a checkout."""
+    try:
+        root = Path(__file__).resolve().parents[2]
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def describe_accelerator(strategy: tf.distribute.Strategy) -> str:
+    """E.g. '4 x CPU' or '8 x TPU'."""
+    devices = strategy.extended.worker_devices
+    kinds = sorted({tf.DeviceSpec.from_string(d).device_type or "CPU" for d in devices})
+    return f"{len(devices)} x {'/'.join(kinds)}"
+
+
+def _file_logger(path: str) -> logging.Logger:
+    logger = logging.getLogger(f"mllog.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = logging.FileHandler(path, mode="w")
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+class RunRecorder:
+    """Writes the MLPerf log as events happen and the JSON record at every eval and the end."""
+
+    def __init__(self, model_dir: str, info: RunInfo, chief: bool = True):
+        self.chief = chief
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+        directory = Path(model_dir) / RECORDS_DIR
+        self.record = RunRecord(**asdict(info), started_at=stamp)
+        self.record.host = f"{platform.node()} ({platform.processor() or platform.machine()}, "
+        self.record.host += f"{os.cpu_count()} CPUs)"
+        self.record.git_revision = git_revision()
+        self.json_path = directory / f"{stamp}.json"
+        self.log_path = directory / f"{stamp}.mlperf.log"
+        self._run_start: float | None = None
+        if chief:
+            directory.mkdir(parents=True, exist_ok=True)
+            self.mllogger = mllog.MLLogger(logger=_file_logger(str(self.log_path)))
+            self._event("start", constants.INIT_START)
+            self._event("event", constants.SUBMISSION_BENCHMARK, info.model)
+            self._event("event", constants.GLOBAL_BATCH_SIZE, info.global_batch_size)
+            self._event("event", constants.SEED, info.seed)
+
+    def _event(self, kind: str, key: str, value=None, metadata=None) -> None:
+        if self.chief:
+            getattr(self.mllogger, kind)(key=key, value=value, metadata=metadata)
+
+    def run_start(self, accelerator: str, train_samples: int, eval_samples: int) -> None:
+        self.record.accelerator = accelerator
+        self._event("event", constants.TRAIN_SAMPLES, train_samples)
+        self._event("event", constants.EVAL_SAMPLES, eval_samples)
+        self._event("end", constants.INIT_STOP)
+        self._event("start", constants.RUN_START)
+        self._run_start = time.time()
+
+    def elapsed(self) -> float:
+        return time.time() - self._run_start if self._run_start else 0.0
+
+    def train_progress(self, examples_per_second: float) -> None:
+        self.record.examples_per_second = examples_per_second
+
+    def eval_result(self, epoch: float, metrics: dict[str, float]) -> None:
+        value = metrics.get(self.record.target_metric or "", None)
+        if value is not None:
+            self._event("event", constants.EVAL_ACCURACY, value, {constants.EPOCH_NUM: epoch})
+        self.record.epochs = epoch
+        self.record.final_metrics = metrics
+        self.record.eval_curve.append(
+            {"epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}
+        )
+        self.write()
+
+    def run_stop(self, success: bool) -> None:
+        status = constants.SUCCESS if success else constants.ABORTED
+        self._event("end", constants.RUN_STOP, metadata={constants.STATUS: status})
+        self.record.status = status
+        if success:
+            self.record.time_to_accuracy_s = round(self.elapsed(), 3)
+        self.write()
+
+    def write(self) -> None:
+        if not self.chief:
+            return
+        tmp = self.json_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self.record), indent=2, default=float))
+        tmp.replace(self.json_path)

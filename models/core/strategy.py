@@ -1,0 +1,134 @@
+"""Builds the tf.distribute strategy from --tpu / --strategy / --slice."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from pathlib import Path
+
+import tensorflow as tf
+
+from models.core.errors import UsageError
+
+_DEVICE_SLICE = re.compile(r"^(cpu|gpu)-(\d+)$")
+_TPU_SLICE = re.compile(r"^v(\d+)[a-z]*-(\d+)$")
+
+
+def parse_slice(name: str) -> tuple[str, int]:
+    """'cpu-4' -> ('cpu', 4); 'v3-32' -> ('tpu', 32). Raises UsageError on anything else."""
+    match = _DEVICE_SLICE.match(name) or _TPU_SLICE.match(name)
+    if not match:
+        raise UsageError(f"--slice={name}: expected cpu-N, gpu-N or a TPU slice such as v3-32")
+    kind = match.group(1) if match.re is _DEVICE_SLICE else "tpu"
+    count = int(match.group(2))
+    if count < 1:
+        raise UsageError(f"--slice={name}: the device count must be at least 1")
+    return kind, count
+
+
+def _cpu_slice(count: int) -> tf.distribute.Strategy:
+    """N logical CPU devices mirrored: real multi-replica semantics on one host."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if tf.config.get_logical_device_configuration(cpu) is None:
+        try:
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
+            )
+        except RuntimeError as error:
+            raise UsageError(f"--slice=cpu-{count}: TensorFlow was already initialised") from error
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    if len(devices) < count:
+        raise UsageError(f"--slice=cpu-{count}: only {len(devices)} logical CPUs were configured")
+    if count == 1:
+        return tf.distribute.OneDeviceStrategy(devices[0])
+    return tf.distribute.MirroredStrategy(
+        devices[:count], cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
+
+
+def _gpu_slice(count: int) -> tf.distribute.Strategy:
+    gpus = tf.config.list_logical_devices("GPU")
+    if len(gpus) < count:
+        raise UsageError(f"--slice=gpu-{count}: this machine has {len(gpus)} GPU(s)")
+    return tf.distribute.MirroredStrategy([d.name for d in gpus[:count]])
+
+
+def _on_google_cloud() -> bool:
+    product = Path("/sys/class/dmi/id/product_name")
+    return product.exists() and "Google" in product.read_text(errors="ignore")
+
+
+def _check_tpu_reachable(tpu: str) -> None:
+    """Fails fast, with one line, where no TPU can be reached, instead of hanging in gRPC."""
+    if tpu == "local":
+        if not any(Path("/dev").glob("accel*")) and not Path("/dev/vfio").exists():
+            raise UsageError("--tpu=local: no TPU device on this host (no /dev/accel*)")
+        return
+    if tpu.startswith("grpc://"):
+        host, _, port = tpu[len("grpc://") :].rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except (OSError, ValueError) as error:
+            raise UsageError(f"--tpu={tpu}: no TPU reachable at that address ({error})") from None
+        return
+    if not _on_google_cloud():
+        raise UsageError(
+            f"--tpu={tpu}: no TPU reachable: TPU names resolve only on Google Cloud "
+            "(use grpc://HOST:PORT or run on the TPU VM with --tpu=local)"
+        )
+
+
+def tpu_strategy(tpu: str) -> tf.distribute.Strategy:
+    """TPUClusterResolver + TPUStrategy; with no TPU reachable, one clear error."""
+    _check_tpu_reachable(tpu)
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except Exception as error:  # noqa: BLE001 - the resolver raises many kinds
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"--tpu={tpu}: cannot connect to the TPU: {first}") from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _multi_worker() -> tf.distribute.Strategy:
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise UsageError("--strategy=multi_worker needs the cluster in the TF_CONFIG variable")
+    try:
+        json.loads(raw)["cluster"]["worker"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"TF_CONFIG is malformed: {error}") from None
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def build_strategy(
+    tpu: str | None = None, strategy: str | None = None, slice_name: str | None = None
+) -> tf.distribute.Strategy:
+    """The strategy the flags ask for; default: one device (the first GPU, else the CPU)."""
+    if tpu or strategy == "tpu":
+        return tpu_strategy(tpu or "local")
+    if slice_name:
+        kind, count = parse_slice(slice_name)
+        if kind == "tpu":
+            raise UsageError(f"--slice={slice_name} is a TPU slice: pass --tpu as well")
+        return _cpu_slice(count) if kind == "cpu" else _gpu_slice(count)
+    if strategy == "multi_worker":
+        return _multi_worker()
+    if strategy == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+
+
+def check_slice_matches(slice_name: str | None, strategy: tf.distribute.Strategy) -> None:
+    """A TPU slice name given with --tpu must match the replicas found."""
+    if slice_name and parse_slice(slice_name)[0] == "tpu":
+        cores = parse_slice(slice_name)[1]
+        if cores != strategy.num_replicas_in_sync:
+            raise UsageError(
+                f"--slice={slice_name} expects {cores} cores; the TPU has "
+                f"{strategy.num_replicas_in_sync}"
+            )

@@ -1,0 +1,1 @@
+"""Tasks shared by several model families (core knows no model: models are passed in)."""

@@ -1,0 +1,107 @@
+"""Image classification on the shared ImageNet-schema pipeline; any classifier plugs in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gin
+import tensorflow as tf
+import tf_keras
+
+from models.core import optimization
+from models.core.task import Models, Optimizers, Task
+from models.data.classification import ClassificationInput
+
+
+@gin.configurable
+class ImageClassificationTask(Task):
+    """Softmax cross-entropy (optional label smoothing), top-1/top-5 accuracy, image export.
+
+    `model_fn(num_classes=..., image_size=...)` builds the classifier; recipes bind it, e.g.
+    `ImageClassificationTask.model_fn = @resnet`.
+    """
+
+    primary_metric = "top_1_accuracy"
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        model_fn: Callable[..., tf_keras.Model] = gin.REQUIRED,
+        label_smoothing: float = 0.0,
+    ):
+        self.input = ClassificationInput(data_dir=data_dir)
+        self.model_fn = model_fn
+        self.label_smoothing = label_smoothing
+
+    def build_models(self) -> Models:
+        size = self.input.image_size
+        return {"model": self.model_fn(num_classes=self.input.num_classes, image_size=size)}
+
+    def build_optimizers(self, models: Models, schedule_args: dict[str, int]) -> Optimizers:
+        schedule = optimization.learning_rate(**schedule_args)
+        return {"model": optimization.build_optimizer(schedule)}
+
+    def build_inputs(self, split, global_batch_size, input_context):
+        return self.input.dataset(split, global_batch_size, input_context)
+
+    def num_examples(self, split: str) -> int:
+        return self.input.num_examples(split)
+
+    def validate_data(self) -> None:
+        self.input.validate()
+
+    def build_metrics(self, training: bool) -> list[tf_keras.metrics.Metric]:
+        return [
+            tf_keras.metrics.SparseCategoricalAccuracy("top_1_accuracy"),
+            tf_keras.metrics.SparseTopKCategoricalAccuracy(5, "top_5_accuracy"),
+        ]
+
+    def _per_example_loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+        one_hot = tf.one_hot(tf.maximum(labels, 0), self.input.num_classes)
+        return tf_keras.losses.categorical_crossentropy(
+            one_hot, logits, from_logits=True, label_smoothing=self.label_smoothing
+        )
+
+    def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
+        images, labels = inputs
+        model, optimizer = models["model"], optimizers["model"]
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(images, training=True), tf.float32)
+            per_example = self._per_example_loss(labels, logits)
+            loss = tf.reduce_sum(per_example) / global_batch_size
+            penalty = optimization.l2_penalty(optimizer, model.trainable_variables)
+            loss += (penalty + tf.add_n(model.losses or [0.0])) / replicas
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        for metric in metrics:
+            metric.update_state(labels, logits)
+        return {"loss": tf.reduce_mean(per_example)}
+
+    def validation_step(self, inputs, models, metrics):
+        images, labels = inputs
+        logits = tf.cast(models["model"](images, training=False), tf.float32)
+        valid = tf.cast(labels >= 0, tf.float32)
+        for metric in metrics:
+            metric.update_state(tf.maximum(labels, 0), logits, sample_weight=valid)
+        return {}
+
+    def serving_signatures(self, models: Models):
+        model = models["model"]
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
+        def serve(image_bytes):
+            images = tf.map_fn(
+                self.input.decode_for_serving,
+                image_bytes,
+                fn_output_signature=tf.TensorSpec(
+                    [self.input.image_size, self.input.image_size, 3], self.input.tf_dtype
+                ),
+            )
+            logits = tf.cast(model(images, training=False), tf.float32)
+            return {
+                "classes": tf.argmax(logits, axis=-1, output_type=tf.int32),
+                "probabilities": tf.nn.softmax(logits),
+            }
+
+        return {"serving_default": serve}

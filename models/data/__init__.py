@@ -1,0 +1,1 @@
+"""Model-agnostic input pipelines, one per data schema."""

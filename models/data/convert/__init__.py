@@ -1,0 +1,1 @@
+"""Converters from raw public dataset layouts to the schemas models/data reads."""

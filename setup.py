@@ -1,0 +1,27 @@
+"""Cloud TPU Pod reference-model zoo: package metadata and pinned dependencies."""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "tensorflow==2.20.*",
+    "tf-keras==2.20.*",
+    "tf-models-official==2.20.*",
+    "tensorflow-text==2.20.*",
+    "gin-config>=0.5.0",
+    "absl-py>=2.1",
+    "mlperf-logging>=4.1",
+    "scikit-learn>=1.3",
+    "matplotlib>=3.8",
+    "Pillow>=10",
+]
+
+setup(
+    name="tpu-pod-zoo",
+    version="0.1.0",
+    description="TensorFlow reference models tuned for Cloud TPU Pods, on one TF2 spine.",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["models", "models.*", "benchmarks", "benchmarks.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
+    entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},
+)
