@@ -13,6 +13,7 @@ INSTALL_REQUIRES = [
     "scikit-learn>=1.3",
     "matplotlib>=3.8",
     "Pillow>=10",
+    "tqdm>=4.60",
 ]
 
 setup(

@@ -2,7 +2,8 @@
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# C++ logs (including a cuInit error on machines without a GPU) would bury our one-line errors.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from models.registry import create_model, list_models, list_recipes  # noqa: E402
 

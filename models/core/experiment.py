@@ -143,7 +143,7 @@ class Experiment:
 
     def _evaluate(self) -> dict:
         metrics = self.controller.evaluate(self.plan.eval_steps)
-        return {k: float(v) for k, v in metrics.items()}
+        return {k: float(v) for k, v in metrics.items() if k != "steps_per_second"}
 
     def _reached(self, metrics: dict) -> bool:
         name, value = self.settings.target_metric, self.settings.target_value
@@ -185,7 +185,12 @@ class Experiment:
         self.controller.save_checkpoint()
         has_target = self.settings.target_metric is not None and evaluate
         self.recorder.run_stop(success=reached or not has_target)
-        return {"step": step, "reached_target": reached, **metrics}
+        results = {"step": step, "epoch": plan.epoch(step), **metrics}
+        if reached:
+            results["time_to_accuracy_s"] = self.recorder.record.time_to_accuracy_s
+        elif has_target:
+            results["target_not_reached"] = True
+        return results
 
     def _progress(self, step: int, metrics: dict) -> None:
         shown = " | ".join(f"{k} {v:.4f}" for k, v in metrics.items())

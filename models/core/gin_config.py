@@ -20,7 +20,7 @@ _LOCATION = re.compile(r'In (file "[^"]+", line \d+|bindings string line \d+)')
 
 def register_externals() -> None:
     """The Model Garden / tf_keras classes that recipes may bind, registered in one place."""
-    if "tf_keras.regularizers.L2" in gin.config._REGISTRY:  # noqa: SLF001 - idempotence
+    if "tf_keras.regularizers.L2" in gin.config._REGISTRY._selector_map:  # noqa: SLF001
         return
     gin.external_configurable(tf_keras.regularizers.L2, module="tf_keras.regularizers")
     gin.external_configurable(tf_keras.losses.Reduction, module="tf_keras.losses")
@@ -39,7 +39,8 @@ def resolve_gin_file(name: str, family: str | None = None) -> str:
 
 
 def _known_configurables() -> list[str]:
-    return sorted({key[1].split(".")[-1] for key in gin.config._REGISTRY})  # noqa: SLF001
+    selectors = gin.config._REGISTRY._selector_map  # noqa: SLF001 - gin has no public listing
+    return sorted({name.split(".")[-1] for name in selectors})
 
 
 def _parameters_of(configurable: str) -> list[str]:

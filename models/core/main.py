@@ -28,7 +28,7 @@ def _recipe_name(gin_files: list[str]) -> str:
     return "+".join(Path(f).stem for f in gin_files) or "default"
 
 
-def run_from_flags(task_factory: Callable[[str | None], Task], family: str, default_recipe: str):
+def run_from_flags(task_factory: Callable[..., Task], family: str, default_recipe: str):
     """Flags -> gin -> strategy -> task -> Experiment.run(); returns the run's results."""
     if not FLAGS.model_dir:
         raise UsageError("--model_dir is required")
@@ -45,7 +45,7 @@ def run_from_flags(task_factory: Callable[[str | None], Task], family: str, defa
         settings.target_metric = FLAGS.target_metric
     if FLAGS.target_value is not None:
         settings.target_value = FLAGS.target_value
-    task = task_factory(FLAGS.data_dir)
+    task = task_factory(data_dir=FLAGS.data_dir, seed=FLAGS.seed)
     settings.target_metric = settings.target_metric or (
         task.primary_metric if settings.target_value is not None else None
     )
@@ -64,11 +64,18 @@ def run_from_flags(task_factory: Callable[[str | None], Task], family: str, defa
 
 
 def _report(results: dict) -> None:
-    shown = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items())
+    """The run's final line(s): metrics, and time-to-accuracy when a target was reached."""
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items())
     print(f"done: {shown}", flush=True)
+    if "time_to_accuracy_s" in results:
+        print(
+            f"time to accuracy: {results['time_to_accuracy_s']:.1f} s "
+            f"(reached at epoch {results['epoch']:g})",
+            flush=True,
+        )
 
 
-def main(task_factory: Callable[[str | None], Task], family: str, default_recipe: str) -> None:
+def main(task_factory: Callable[..., Task], family: str, default_recipe: str) -> None:
     """Entry point: bad input -> one line and exit 2; SIGTERM -> checkpoint, then exit 143."""
     define_flags()
     logging.set_verbosity(logging.WARNING)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import tensorflow as tf
-from mlperf_logging import mllog
+from mlperf_logging.mllog.mllog import MLLogger
 from mlperf_logging.mllog import constants
 
 RECORDS_DIR = "records"
@@ -94,7 +94,7 @@ class RunRecorder:
         self._run_start: float | None = None
         if chief:
             directory.mkdir(parents=True, exist_ok=True)
-            self.mllogger = mllog.MLLogger(logger=_file_logger(str(self.log_path)))
+            self.mllogger = MLLogger(logger=_file_logger(str(self.log_path)))
             self._event("start", constants.INIT_START)
             self._event("event", constants.SUBMISSION_BENCHMARK, info.model)
             self._event("event", constants.GLOBAL_BATCH_SIZE, info.global_batch_size)

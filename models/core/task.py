@@ -19,7 +19,7 @@ Optimizers = dict[str, tf_keras.optimizers.Optimizer]
 
 
 class Task(abc.ABC):
-    """Base class of every model family's task."""
+    """Base class of every model family's task; constructed as `Task(data_dir=..., seed=...)`."""
 
     #: Eval metric that time-to-accuracy mode targets by default, e.g. "top_1_accuracy".
     primary_metric: str = "accuracy"

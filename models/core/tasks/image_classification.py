@@ -26,11 +26,13 @@ class ImageClassificationTask(Task):
     def __init__(
         self,
         data_dir: str | None = None,
+        seed: int | None = None,
         model_fn: Callable[..., tf_keras.Model] = gin.REQUIRED,
         label_smoothing: float = 0.0,
     ):
         self.input = ClassificationInput(data_dir=data_dir)
         self.model_fn = model_fn
+        self.seed = seed
         self.label_smoothing = label_smoothing
 
     def build_models(self) -> Models:
@@ -42,7 +44,7 @@ class ImageClassificationTask(Task):
         return {"model": optimization.build_optimizer(schedule)}
 
     def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context)
+        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
 
     def num_examples(self, split: str) -> int:
         return self.input.num_examples(split)
@@ -95,7 +97,7 @@ class ImageClassificationTask(Task):
                 self.input.decode_for_serving,
                 image_bytes,
                 fn_output_signature=tf.TensorSpec(
-                    [self.input.image_size, self.input.image_size, 3], self.input.tf_dtype
+                    [self.input.image_size, self.input.image_size, 3], self.input.dtype
                 ),
             )
             logits = tf.cast(model(images, training=False), tf.float32)

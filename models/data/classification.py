@@ -1,0 +1,369 @@
+"""ImageNet-schema TFRecords (as imagenet_to_gcs.py writes them) -> per-replica image batches.
+
+One pipeline for every classifier: built-in digits by default, real ImageNet with --data_dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+
+import gin
+import tensorflow as tf
+
+from models.core.errors import UsageError, nearest
+from models.data import builtin as builtin_datasets
+
+SPLITS = ("train", "validation")
+AUGMENTATIONS = ("random_resized_crop", "none")
+DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
+INFO_FILE = "dataset_info.json"
+ENCODED = "image/encoded"
+LABEL = "image/class/label"
+PAD_LABEL = -1
+LABEL_ERROR = "label out of range"  # Matched by models.core.errors; keep the text.
+_COUNT_KEYS = {"train": "num_train_examples", "validation": "num_eval_examples"}
+_READ_BUFFER = 8 * 2**20
+_VALIDATE_BATCH = 256
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    """UsageError when value is not one of choices."""
+    if value not in choices:
+        raise UsageError(
+            f"classification_input.{name} must be one of {', '.join(choices)}, "
+            f"got '{value}'{nearest(str(value), choices)}"
+        )
+
+
+def _per_replica_batch(
+    global_batch_size: int, input_context: tf.distribute.InputContext | None
+) -> int:
+    """The batch size each replica sees; UsageError when it does not divide evenly."""
+    if global_batch_size < 1:
+        raise UsageError(f"global batch size must be positive, got {global_batch_size}")
+    if input_context is None:
+        return global_batch_size
+    try:
+        return input_context.get_per_replica_batch_size(global_batch_size)
+    except ValueError:
+        raise UsageError(
+            f"global batch size {global_batch_size} is not divisible by "
+            f"{input_context.num_replicas_in_sync} replicas"
+        ) from None
+
+
+def count_records(files: Sequence[str]) -> int:
+    """Number of records in the TFRecord files (reads them all)."""
+    dataset = tf.data.TFRecordDataset(list(files), num_parallel_reads=_AUTOTUNE)
+    return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+
+
+def _budgeted(files: Sequence[str], max_bytes: int) -> Iterator[str]:
+    """Files in order until max_bytes have been yielded, always including the first."""
+    scanned = 0
+    for index, path in enumerate(files):
+        if index > 0 and scanned >= max_bytes:
+            return
+        yield path
+        scanned += tf.io.gfile.stat(path).length
+
+
+@gin.configurable("classification_input")
+class ClassificationInput:
+    """Per-replica (image, label) datasets, eval padding and serving decode for classifiers."""
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        builtin: str = "digits",
+        train_pattern: str = "train-*",
+        eval_pattern: str = "validation-*",
+        num_classes: int = 1000,
+        label_offset: int = 1,
+        num_train_examples: int | None = None,
+        num_eval_examples: int | None = None,
+        image_size: int = 224,
+        mean_rgb: Sequence[float] = (123.675, 116.28, 103.53),
+        stddev_rgb: Sequence[float] = (58.395, 57.12, 57.375),
+        augmentation: str = "random_resized_crop",
+        crop_area_range: Sequence[float] = (0.08, 1.0),
+        aspect_ratio_range: Sequence[float] = (3 / 4, 4 / 3),
+        random_flip: bool = True,
+        eval_crop_fraction: float = 0.875,
+        shuffle_buffer: int = 10000,
+        cache: bool = False,
+        cycle_length: int = 16,
+        dtype: str = "float32",
+    ):
+        _check_choice("augmentation", augmentation, AUGMENTATIONS)
+        _check_choice("dtype", dtype, tuple(DTYPES))
+        if image_size < 1 or num_classes < 1:
+            raise UsageError("classification_input.image_size and num_classes must be positive")
+        if not 0.0 < eval_crop_fraction <= 1.0:
+            raise UsageError("classification_input.eval_crop_fraction must be in (0, 1]")
+        self._data_dir = data_dir
+        self.builtin = builtin
+        self.train_pattern = train_pattern
+        self.eval_pattern = eval_pattern
+        self.num_classes = num_classes
+        self.label_offset = label_offset
+        self.num_train_examples = num_train_examples
+        self.num_eval_examples = num_eval_examples
+        self.image_size = image_size
+        self.mean_rgb = tuple(float(v) for v in mean_rgb)
+        self.stddev_rgb = tuple(float(v) for v in stddev_rgb)
+        self.augmentation = augmentation
+        self.crop_area_range = tuple(crop_area_range)
+        self.aspect_ratio_range = tuple(aspect_ratio_range)
+        self.random_flip = random_flip
+        self.eval_crop_fraction = eval_crop_fraction
+        self.shuffle_buffer = shuffle_buffer
+        self.cache = cache
+        self.cycle_length = cycle_length
+        self.dtype = DTYPES[dtype]
+        self._resolved_dir: str | None = None
+        self._info: dict | None = None
+        self._counted: dict[str, int] = {}
+
+    # ------------------------------------------------------------ files and counts
+
+    @property
+    def data_dir(self) -> str:
+        """The directory read: --data_dir, or the built-in dataset (written on first use)."""
+        if self._resolved_dir is None:
+            if self._data_dir is None:
+                self._resolved_dir = builtin_datasets.prepare(self.builtin)
+            elif not tf.io.gfile.isdir(self._data_dir):
+                raise UsageError(f"--data_dir {self._data_dir} does not exist")
+            else:
+                self._resolved_dir = self._data_dir
+        return self._resolved_dir
+
+    def files(self, split: str) -> list[str]:
+        """Sorted TFRecord files of split ('train' or 'validation')."""
+        training = self._check_split(split) == "train"
+        pattern = self.train_pattern if training else self.eval_pattern
+        files = sorted(tf.io.gfile.glob(os.path.join(self.data_dir, pattern)))
+        if not files:
+            raise UsageError(
+                f"--data_dir {self.data_dir} has no {split} files matching '{pattern}'"
+            )
+        return files
+
+    def dataset_info(self) -> dict:
+        """Contents of data_dir/dataset_info.json ({} when absent)."""
+        if self._info is None:
+            path = os.path.join(self.data_dir, INFO_FILE)
+            self._info = {}
+            if tf.io.gfile.exists(path):
+                try:
+                    with tf.io.gfile.GFile(path) as f:
+                        self._info = json.load(f)
+                except json.JSONDecodeError as error:
+                    raise UsageError(f"{path} is not valid JSON: {error}") from None
+        return self._info
+
+    def num_examples(self, split: str) -> int:
+        """Examples in split: explicit argument, else dataset_info.json, else counted records."""
+        training = self._check_split(split) == "train"
+        explicit = self.num_train_examples if training else self.num_eval_examples
+        if explicit is not None:
+            return int(explicit)
+        info = self.dataset_info()
+        if _COUNT_KEYS[split] in info:
+            return int(info[_COUNT_KEYS[split]])
+        if split not in self._counted:
+            self._counted[split] = count_records(self.files(split))
+        return self._counted[split]
+
+    @staticmethod
+    def _check_split(split: str) -> str:
+        """split itself, or UsageError when it is not a known split."""
+        if split not in SPLITS:
+            raise UsageError(
+                f"unknown split '{split}'{nearest(split, SPLITS)}; expected train or validation"
+            )
+        return split
+
+    # ------------------------------------------------------------ datasets
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batched (images, labels) of this input pipeline; validation is padded with label -1."""
+        files = self.files(split)
+        batch_size = _per_replica_batch(global_batch_size, input_context)
+        training = split == "train"
+        records = self._records(files, training, input_context, seed)
+        examples = self._train_examples(records, seed) if training else self._eval_examples(records)
+        dataset = examples.batch(batch_size, drop_remainder=True).prefetch(_AUTOTUNE)
+        options = tf.data.Options()
+        options.deterministic = not training or seed is not None
+        return dataset.with_options(options)
+
+    def _records(
+        self,
+        files: list[str],
+        training: bool,
+        input_context: tf.distribute.InputContext | None,
+        seed: int | None,
+    ) -> tf.data.Dataset:
+        """Serialized records of this pipeline's shard (by file, or by record if files are few)."""
+        pipelines = input_context.num_input_pipelines if input_context else 1
+        pipeline = input_context.input_pipeline_id if input_context else 0
+        by_record = pipelines > 1 and len(files) < pipelines
+        dataset = tf.data.Dataset.from_tensor_slices(files)
+        if pipelines > 1 and not by_record:
+            dataset = dataset.shard(pipelines, pipeline)
+        if training and not by_record:  # Record sharding needs the same order in every pipeline.
+            dataset = dataset.shuffle(len(files), seed=seed)
+        dataset = dataset.interleave(
+            lambda path: tf.data.TFRecordDataset(path, buffer_size=_READ_BUFFER),
+            cycle_length=self.cycle_length,
+            num_parallel_calls=_AUTOTUNE,
+            deterministic=by_record or not training or seed is not None,
+        )
+        if by_record:
+            dataset = dataset.shard(pipelines, pipeline)
+        return dataset.cache() if self.cache else dataset
+
+    def _train_examples(self, records: tf.data.Dataset, seed: int | None) -> tf.data.Dataset:
+        """Endless shuffled, augmented examples; each carries its own stateless random seed."""
+        records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
+        seeds = tf.data.Dataset.random(seed=seed).batch(2)
+        return tf.data.Dataset.zip((records, seeds)).map(
+            self._train_example, num_parallel_calls=_AUTOTUNE
+        )
+
+    def _eval_examples(self, records: tf.data.Dataset) -> tf.data.Dataset:
+        """Every example once, then endless zero images labelled -1 (static-shape eval)."""
+        examples = records.map(self._eval_example, num_parallel_calls=_AUTOTUNE)
+        size = self.image_size
+        padding = (tf.zeros([size, size, 3], self.dtype), tf.constant(PAD_LABEL, tf.int32))
+        return examples.concatenate(tf.data.Dataset.from_tensors(padding).repeat())
+
+    # ------------------------------------------------------------ per-example work
+
+    def _parse(self, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(JPEG bytes, label - label_offset as int32), asserting the label is a valid class."""
+        features = tf.io.parse_single_example(
+            record,
+            {
+                ENCODED: tf.io.FixedLenFeature([], tf.string),
+                LABEL: tf.io.FixedLenFeature([], tf.int64),
+            },
+        )
+        label = features[LABEL] - self.label_offset
+        low, high = self.label_offset, self.label_offset + self.num_classes
+        message = (
+            f"{LABEL_ERROR} {self.num_classes} (label_offset {self.label_offset}: "
+            f"record labels must be in [{low}, {high}))"
+        )
+        checks = [
+            tf.debugging.assert_non_negative(label, message=message),
+            tf.debugging.assert_less(
+                label, tf.constant(self.num_classes, tf.int64), message=message
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            return features[ENCODED], tf.cast(label, tf.int32)
+
+    def _train_example(self, record: tf.Tensor, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """One augmented (image, label)."""
+        image_bytes, label = self._parse(record)
+        if self.augmentation == "none":
+            image = self._resize(tf.io.decode_jpeg(image_bytes, channels=3))
+            return self._normalize(image), label
+        crop_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        image = self._random_crop(image_bytes, crop_seed)
+        if self.random_flip:
+            image = tf.image.stateless_random_flip_left_right(image, flip_seed)
+        return self._normalize(image), label
+
+    def _eval_example(self, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """One centre-cropped (image, label)."""
+        image_bytes, label = self._parse(record)
+        return self.decode_for_serving(image_bytes), label
+
+    def decode_for_serving(self, image_bytes: tf.Tensor) -> tf.Tensor:
+        """Scalar JPEG string -> normalised [image_size, image_size, 3] image, as in evaluation."""
+        return self._normalize(self._center_crop(image_bytes))
+
+    def _random_crop(self, image_bytes: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+        """Inception-style random resized crop, decoding only the sampled window."""
+        shape = tf.image.extract_jpeg_shape(image_bytes)
+        begin, size, _ = tf.image.stateless_sample_distorted_bounding_box(
+            shape,
+            bounding_boxes=tf.constant([[[0.0, 0.0, 1.0, 1.0]]]),
+            seed=seed,
+            min_object_covered=self.crop_area_range[0],
+            aspect_ratio_range=self.aspect_ratio_range,
+            area_range=self.crop_area_range,
+            max_attempts=10,
+            use_image_if_no_bounding_boxes=True,
+        )
+        window = tf.stack([begin[0], begin[1], size[0], size[1]])
+        return self._resize(tf.image.decode_and_crop_jpeg(image_bytes, window, channels=3))
+
+    def _center_crop(self, image_bytes: tf.Tensor) -> tf.Tensor:
+        """Centre square of eval_crop_fraction of the shorter side, resized to image_size."""
+        shape = tf.image.extract_jpeg_shape(image_bytes)
+        height, width = shape[0], shape[1]
+        side = tf.cast(tf.minimum(height, width), tf.float32) * self.eval_crop_fraction
+        crop = tf.maximum(tf.cast(side, tf.int32), 1)
+        window = tf.stack([(height - crop + 1) // 2, (width - crop + 1) // 2, crop, crop])
+        return self._resize(tf.image.decode_and_crop_jpeg(image_bytes, window, channels=3))
+
+    def _resize(self, image: tf.Tensor) -> tf.Tensor:
+        """Bilinear resize to [image_size, image_size, 3] float32 on the 0..255 scale."""
+        image = tf.image.resize(image, [self.image_size, self.image_size])
+        return tf.ensure_shape(image, [self.image_size, self.image_size, 3])
+
+    def _normalize(self, image: tf.Tensor) -> tf.Tensor:
+        """(x - mean_rgb) / stddev_rgb, cast to the configured dtype."""
+        image = (image - tf.constant(self.mean_rgb)) / tf.constant(self.stddev_rgb)
+        return tf.cast(image, self.dtype)
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self, max_bytes: int = 256 * 2**20, splits: Sequence[str] = SPLITS) -> None:
+        """Cheap pre-flight scan of labels and keys, so bad data fails in one line, not mid-run."""
+        for split in splits:
+            for path in _budgeted(self.files(split), max_bytes):
+                self._validate_file(path)
+
+    def _validate_file(self, path: str) -> None:
+        """Scans every record of one file; UsageError on corruption, missing keys, bad labels."""
+        spec = {ENCODED: tf.io.RaggedFeature(tf.string), LABEL: tf.io.RaggedFeature(tf.int64)}
+        batches = tf.data.TFRecordDataset(path).batch(_VALIDATE_BATCH)
+        batches = batches.map(lambda records: tf.io.parse_example(records, spec))
+        try:
+            for batch in batches:
+                self._check_batch(path, batch)
+        except tf.errors.DataLossError:
+            raise UsageError(f"TFRecord file {path} is truncated or corrupt") from None
+        except tf.errors.InvalidArgumentError:
+            raise UsageError(f"{path} does not hold tf.train.Example records") from None
+
+    def _check_batch(self, path: str, batch: dict[str, tf.RaggedTensor]) -> None:
+        """UsageError for the first missing key or out-of-range label in a parsed batch."""
+        for key in (ENCODED, LABEL):
+            if bool(tf.reduce_any(batch[key].row_lengths() == 0)):
+                raise UsageError(f"{path} has records without the '{key}' feature")
+        if bool(tf.reduce_any(batch[LABEL].row_lengths() > 1)):
+            raise UsageError(f"{path} has records with more than one '{LABEL}' value")
+        labels = batch[LABEL].flat_values
+        low, high = self.label_offset, self.label_offset + self.num_classes
+        bad = tf.boolean_mask(labels, (labels < low) | (labels >= high))
+        if int(tf.size(bad)) > 0:
+            raise UsageError(
+                f"{path} has label {int(bad[0])} outside [{low}, {high}) for "
+                f"num_classes={self.num_classes} (label_offset={self.label_offset})"
+            )

@@ -1,0 +1,367 @@
+"""Converts an image folder (a subfolder per class, or raw ImageNet) to ImageNet-schema TFRecords.
+
+Usage: python -m models.data.convert.image_folder --input_dir=ROOT --output_dir=OUT [--help]
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from absl import app, flags
+from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
+
+from models.core.errors import UsageError, fail, nearest, run_guarded
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})
+JPEG_QUALITY = 95
+LABEL_OFFSET = 1
+INFO_FILE = "dataset_info.json"
+SPLIT_PREFIXES = ("train-", "validation-")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ImageItem:
+    """One source image and the class it belongs to."""
+
+    path: Path
+    label: int
+    synset: str
+
+
+# ---------------------------------------------------------------- records (shared with builtins)
+
+
+def image_example(
+    encoded: bytes, label: int, synset: str, filename: str, height: int, width: int
+) -> tf.train.Example:
+    """Builds the tf.train.Example of one RGB JPEG with every imagenet_to_gcs feature."""
+    import tensorflow as tf  # Lazy: CLI usage errors stay instant.
+
+    def _bytes(value: bytes) -> tf.train.Feature:
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+    def _int(value: int) -> tf.train.Feature:
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    feature = {
+        "image/encoded": _bytes(encoded),
+        "image/format": _bytes(b"JPEG"),
+        "image/filename": _bytes(filename.encode()),
+        "image/class/label": _int(label),
+        "image/class/synset": _bytes(synset.encode()),
+        "image/height": _int(height),
+        "image/width": _int(width),
+        "image/colorspace": _bytes(b"RGB"),
+        "image/channels": _int(3),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
+    """JPEG bytes of a PIL image converted to RGB."""
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def to_rgb_jpeg(data: bytes, quality: int = JPEG_QUALITY) -> tuple[bytes, int, int]:
+    """(JPEG bytes, height, width): RGB JPEGs pass through; PNG, CMYK, grayscale are re-encoded."""
+    with Image.open(io.BytesIO(data)) as image:
+        if image.format == "JPEG" and image.mode == "RGB":
+            return data, image.height, image.width
+        return encode_jpeg(image, quality), image.height, image.width
+
+
+def write_examples(
+    items: Sequence[T],
+    to_example: Callable[[T], tf.train.Example],
+    output_dir: str | os.PathLike,
+    split: str,
+    num_shards: int,
+    progress: bool = False,
+) -> list[str]:
+    """Writes items as `<split>-%05d-of-%05d` shards of near-equal contiguous runs."""
+    import tensorflow as tf
+
+    shards = max(1, min(num_shards, len(items))) if items else 0
+    paths = []
+    with tqdm(total=len(items), desc=split, unit="img", disable=not progress) as bar:
+        for shard in range(shards):
+            path = os.path.join(os.fspath(output_dir), f"{split}-{shard:05d}-of-{shards:05d}")
+            begin, end = shard * len(items) // shards, (shard + 1) * len(items) // shards
+            with tf.io.TFRecordWriter(path) as writer:
+                for item in items[begin:end]:
+                    writer.write(to_example(item).SerializeToString())
+                    bar.update()
+            paths.append(path)
+    return paths
+
+
+def write_dataset_info(
+    output_dir: str | os.PathLike, classes: Sequence[str], num_train: int, num_eval: int
+) -> dict[str, Any]:
+    """Writes and returns dataset_info.json: counts and label convention for ClassificationInput."""
+    import tensorflow as tf
+
+    info = {
+        "num_classes": len(classes),
+        "label_offset": LABEL_OFFSET,
+        "num_train_examples": num_train,
+        "num_eval_examples": num_eval,
+        "classes": list(classes),
+    }
+    path = os.path.join(os.fspath(output_dir), INFO_FILE)
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(info, f, indent=2)
+    return info
+
+
+# ---------------------------------------------------------------- reading the image folders
+
+
+def _require_dir(path: str | Path, flag: str) -> Path:
+    """The path as a Path, or UsageError naming the flag when it is not a directory."""
+    if not Path(path).is_dir():
+        raise UsageError(f"--{flag} {path} is not a directory")
+    return Path(path)
+
+
+def _class_dirs(root: Path) -> list[str]:
+    """Sorted names of the visible subdirectories of root."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _images(folder: Path) -> list[Path]:
+    """Sorted image files (.jpg/.jpeg/.png, any case) directly inside folder."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _folder_items(root: Path, labels: dict[str, int], flag: str) -> list[ImageItem]:
+    """Items of a ROOT/<class>/<image> tree whose classes must all be known labels."""
+    items = []
+    for name in _class_dirs(root):
+        if name not in labels:
+            raise UsageError(
+                f"--{flag} {root} has class folder '{name}' that is not a class of "
+                f"--input_dir{nearest(name, labels)}"
+            )
+        items += [ImageItem(path, labels[name], name) for path in _images(root / name)]
+    if not items:
+        raise UsageError(f"--{flag} {root} has no .jpg/.jpeg/.png images in class subfolders")
+    return items
+
+
+def _labelled_items(folder: Path, labels_file: str, labels: dict[str, int]) -> list[ImageItem]:
+    """Items of a flat folder labelled by a file of class names, one per sorted image."""
+    if not Path(labels_file).is_file():
+        raise UsageError(f"--validation_labels {labels_file} is not a file")
+    names = [line.strip() for line in Path(labels_file).read_text().splitlines() if line.strip()]
+    images = _images(folder)
+    if not images:
+        raise UsageError(f"--validation_dir {folder} has no .jpg/.jpeg/.png images")
+    if len(names) != len(images):
+        raise UsageError(
+            f"--validation_labels {labels_file} has {len(names)} labels but "
+            f"--validation_dir {folder} has {len(images)} images"
+        )
+    for line, name in enumerate(names, start=1):
+        if name not in labels:
+            raise UsageError(
+                f"--validation_labels {labels_file} line {line}: '{name}' is not a class of "
+                f"--input_dir{nearest(name, labels)}"
+            )
+    return [ImageItem(path, labels[name], name) for path, name in zip(images, names, strict=True)]
+
+
+def _fraction_split(
+    items: list[ImageItem], fraction: float, seed: int
+) -> tuple[list[ImageItem], list[ImageItem]]:
+    """Stratified split: round(fraction * n) images of each class go to validation."""
+    rng = random.Random(seed)
+    train, validation = [], []
+    for label in sorted({item.label for item in items}):
+        group = [item for item in items if item.label == label]
+        rng.shuffle(group)
+        count = round(fraction * len(group))
+        validation += sorted(group[:count], key=lambda item: item.path)
+        train += group[count:]
+    return train, validation
+
+
+def plan(
+    input_dir: str,
+    validation_dir: str | None = None,
+    validation_labels: str | None = None,
+    validation_fraction: float = 0.0,
+    seed: int = 0,
+) -> tuple[list[str], list[ImageItem], list[ImageItem]]:
+    """(classes, train items in shuffled order, validation items) for the given layout."""
+    _check_validation_flags(validation_dir, validation_labels, validation_fraction)
+    root = _require_dir(input_dir, "input_dir")
+    classes = _class_dirs(root)
+    if not classes:
+        raise UsageError(f"--input_dir {root} has no class subfolders")
+    labels = {name: index + LABEL_OFFSET for index, name in enumerate(classes)}
+    train = _folder_items(root, labels, "input_dir")
+    validation: list[ImageItem] = []
+    if validation_dir and validation_labels:
+        folder = _require_dir(validation_dir, "validation_dir")
+        validation = _labelled_items(folder, validation_labels, labels)
+    elif validation_dir:
+        folder = _require_dir(validation_dir, "validation_dir")
+        if not _class_dirs(folder):
+            raise UsageError(
+                f"--validation_dir {folder} has no class subfolders; "
+                "pass --validation_labels for a flat folder of images"
+            )
+        validation = _folder_items(folder, labels, "validation_dir")
+    elif validation_fraction > 0:
+        train, validation = _fraction_split(train, validation_fraction, seed)
+    random.Random(seed).shuffle(train)
+    return classes, train, validation
+
+
+def _check_validation_flags(
+    validation_dir: str | None, validation_labels: str | None, validation_fraction: float
+) -> None:
+    """UsageError for contradictory validation options."""
+    if not 0.0 <= validation_fraction < 1.0:
+        raise UsageError(f"--validation_fraction must be in [0, 1), got {validation_fraction}")
+    if validation_labels and not validation_dir:
+        raise UsageError("--validation_labels needs --validation_dir (the folder it labels)")
+    if validation_dir and validation_fraction > 0:
+        raise UsageError("pass either --validation_dir or --validation_fraction, not both")
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _item_example(item: ImageItem) -> tf.train.Example:
+    """The record of one source image, re-encoded to RGB JPEG when it is not one already."""
+    try:
+        encoded, height, width = to_rgb_jpeg(item.path.read_bytes())
+    except (UnidentifiedImageError, OSError) as error:
+        raise UsageError(f"cannot read image {item.path}: {error}") from None
+    return image_example(encoded, item.label, item.synset, item.path.name, height, width)
+
+
+def _prepare_output(output_dir: str) -> None:
+    """Creates output_dir; UsageError if it already holds shards (stale ones would be read)."""
+    import tensorflow as tf
+
+    tf.io.gfile.makedirs(output_dir)
+    existing = [n for n in tf.io.gfile.listdir(output_dir) if n.startswith(SPLIT_PREFIXES)]
+    if existing:
+        raise UsageError(
+            f"--output_dir {output_dir} already holds shards ({existing[0]}, ...); "
+            "use an empty directory"
+        )
+
+
+def convert(
+    input_dir: str,
+    output_dir: str,
+    validation_dir: str | None = None,
+    validation_labels: str | None = None,
+    validation_fraction: float = 0.0,
+    train_shards: int = 8,
+    validation_shards: int = 2,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Writes train/validation shards and dataset_info.json; returns the info written."""
+    if train_shards < 1 or validation_shards < 1:
+        raise UsageError("--train_shards and --validation_shards must be at least 1")
+    classes, train, validation = plan(
+        input_dir, validation_dir, validation_labels, validation_fraction, seed
+    )
+    _prepare_output(output_dir)
+    write_examples(train, _item_example, output_dir, "train", train_shards, progress)
+    write_examples(validation, _item_example, output_dir, "validation", validation_shards, progress)
+    return write_dataset_info(output_dir, classes, len(train), len(validation))
+
+
+# ---------------------------------------------------------------- command line
+
+
+def define_flags() -> None:
+    """Defines the converter's flags (only when run as a program, so importing it is side-free)."""
+    flags.DEFINE_string("input_dir", None, "Training images: ROOT/<class>/*.{jpg,jpeg,png}.")
+    flags.DEFINE_string(
+        "output_dir", None, "Where the TFRecord shards are written (local or gs://)."
+    )
+    flags.DEFINE_string(
+        "validation_dir",
+        None,
+        "Validation images: a flat folder (needs --validation_labels, as raw ImageNet val) "
+        "or a folder laid out like --input_dir.",
+    )
+    flags.DEFINE_string(
+        "validation_labels",
+        None,
+        "Class name of each --validation_dir image, one per line, in sorted file-name order "
+        "(imagenet_to_gcs synset_labels.txt).",
+    )
+    flags.DEFINE_float(
+        "validation_fraction", 0.0, "Without --validation_dir: share of each class held out."
+    )
+    flags.DEFINE_integer("train_shards", 8, "Number of train-*-of-* TFRecord files.")
+    flags.DEFINE_integer("validation_shards", 2, "Number of validation-*-of-* TFRecord files.")
+    flags.DEFINE_integer(
+        "seed", 0, "Seed of the train shuffle and the --validation_fraction split."
+    )
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """Parses flags, turning a flag error into one `error:` line with exit code 2."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as error:
+        fail(str(error))
+
+
+def _run(argv: list[str]) -> None:
+    """Converts with the parsed flags."""
+    f = flags.FLAGS
+    if len(argv) > 1:
+        raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    for name in ("input_dir", "output_dir"):
+        if not f[name].value:
+            raise UsageError(f"--{name} is required")
+    info = convert(
+        f.input_dir,
+        f.output_dir,
+        f.validation_dir,
+        f.validation_labels,
+        f.validation_fraction,
+        f.train_shards,
+        f.validation_shards,
+        f.seed,
+    )
+    print(
+        f"wrote {info['num_train_examples']} train and {info['num_eval_examples']} validation "
+        f"examples of {info['num_classes']} classes to {f.output_dir}"
+    )
+
+
+def main(argv: list[str]) -> None:
+    """absl entry point: usage errors become one line on stderr and exit code 2."""
+    run_guarded(lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main, flags_parser=_parse_flags)

@@ -1,0 +1,39 @@
+"""Test-wide setup: 4 logical CPUs (for simulated slices) and an isolated dataset cache."""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-cache-"))
+
+import tensorflow as tf  # noqa: E402
+
+_CPU = tf.config.list_physical_devices("CPU")[0]
+if tf.config.get_logical_device_configuration(_CPU) is None:
+    tf.config.set_logical_device_configuration(
+        _CPU, [tf.config.LogicalDeviceConfiguration() for _ in range(4)]
+    )
+
+
+@pytest.fixture(scope="session")
+def digits_dir() -> str:
+    """The built-in digits TFRecords, prepared once per session in the test cache."""
+    from models.data import builtin
+
+    return builtin.prepare("digits")
+
+
+@pytest.fixture()
+def cli_env() -> dict[str, str]:
+    """Environment for running `python -m models.*` in a subprocess."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+PYTHON = sys.executable

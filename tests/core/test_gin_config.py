@@ -1,0 +1,54 @@
+"""gin glue: bare recipe names, bindings that win, and one-line errors with the nearest name."""
+
+import gin
+import pytest
+
+from models.core import gin_config
+from models.core.errors import UsageError
+from models.core.settings import TrainSettings
+from models.core.tasks import image_classification  # noqa: F401 - registers the task
+from models.resnet import model  # noqa: F401 - registers resnet configurables
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    gin.clear_config()
+    yield
+    gin.clear_config()
+
+
+def test_bare_names_resolve_under_configs():
+    assert gin_config.resolve_gin_file("slices/v3-32").endswith("configs/slices/v3-32.gin")
+    assert gin_config.resolve_gin_file("default.gin", family="resnet").endswith(
+        "configs/resnet/default.gin"
+    )
+
+
+def test_binding_overrides_file():
+    gin_config.parse(["resnet/default.gin"], ["train.epochs = 3"])
+    assert TrainSettings().epochs == 3
+
+
+def test_later_file_overrides_earlier():
+    gin_config.parse(["resnet/default.gin", "slices/cpu-4.gin"], [])
+    assert TrainSettings().global_batch_size == 128
+
+
+def test_unknown_file_suggests_nearest():
+    with pytest.raises(UsageError, match="did you mean 'slices/v3-32.gin'"):
+        gin_config.parse(["slices/v3-23.gin"], [])
+
+
+def test_unknown_parameter_names_nearest():
+    with pytest.raises(UsageError, match="no parameter 'epoch'.*did you mean 'epochs'"):
+        gin_config.parse([], ["train.epoch = 3"])
+
+
+def test_unknown_configurable_names_nearest_and_location(tmp_path):
+    recipe = tmp_path / "bad.gin"
+    recipe.write_text("train.epochs = 2\ntrian.epochs = 3\n")
+    with pytest.raises(UsageError) as error:
+        gin_config.parse([str(recipe)], [])
+    message = str(error.value)
+    assert "'trian'" in message and "line 2" in message and "did you mean 'train'" in message
+    assert "\n" not in message

@@ -1,0 +1,114 @@
+"""ResNet end to end through the CLI: time-to-accuracy, resume after SIGKILL, SIGTERM, export."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from cli import latest_record, resnet_command, run_resnet
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, digits_dir):
+    """The default recipe trained to its target once; later tests read this model_dir."""
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    model_dir = tmp_path_factory.mktemp("trained")
+    result = run_resnet(model_dir, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir, result.stdout, env
+
+
+def test_default_recipe_reaches_target(trained):
+    model_dir, stdout, _ = trained
+    record = latest_record(model_dir)
+    assert record["status"] == "success"
+    assert record["final_metrics"]["top_1_accuracy"] >= 0.97
+    assert record["time_to_accuracy_s"] > 0
+    assert "time to accuracy" in stdout
+    assert (model_dir / "operative_config.gin").exists()
+    mlperf_log = next((model_dir / "records").glob("*.mlperf.log")).read_text()
+    for key in ("init_start", "run_start", "eval_accuracy", "run_stop"):
+        assert f'"key": "{key}"' in mlperf_log
+    assert '"status": "success"' in mlperf_log
+
+
+def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
+    model_dir, _, env = trained
+    result = run_resnet(model_dir, "--mode=export", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    export_dir = re.search(r"exported SavedModel to (\S+)", result.stdout).group(1)
+    script = f"""
+import sys, tensorflow as tf
+files = tf.io.gfile.glob({str(Path(digits_dir) / 'validation-*')!r})
+spec = {{"image/encoded": tf.io.FixedLenFeature([], tf.string),
+         "image/class/label": tf.io.FixedLenFeature([], tf.int64)}}
+examples = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(files).take(64)]
+serve = tf.saved_model.load({export_dir!r}).signatures["serving_default"]
+out = serve(image_bytes=tf.stack([e["image/encoded"] for e in examples]))
+labels = [int(e["image/class/label"]) - 1 for e in examples]
+right = sum(int(c) == l for c, l in zip(out["classes"].numpy(), labels))
+print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == labels[0])
+"""
+    # A fresh process that imports no project code: only TensorFlow and the SavedModel.
+    out = subprocess.run(
+        [env.get("PYTHON", __import__("sys").executable), "-c", script],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    right, total = map(int, re.search(r"correct (\d+) of (\d+)", out.stdout).groups())
+    assert right / total >= 0.9
+    assert "first True" in out.stdout
+
+
+def _latest_step(model_dir) -> int:
+    path = tf.train.latest_checkpoint(str(model_dir))
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def _wait_for(predicate, process, timeout=600):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_sigkill_then_rerun_resumes_and_reaches_target(tmp_path, cli_env):
+    command = resnet_command(tmp_path)
+    process = subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(lambda: _latest_step(tmp_path) > 0, process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = _latest_step(tmp_path)
+    rerun = subprocess.run(command, env=cli_env, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = int(re.search(r"resumed from checkpoint at step (\d+)", rerun.stdout).group(1))
+    assert resumed == saved > 0
+    record = latest_record(tmp_path)
+    assert record["status"] == "success" and record["final_metrics"]["top_1_accuracy"] >= 0.97
+
+
+def test_sigterm_writes_checkpoint_before_exit(tmp_path, cli_env):
+    command = resnet_command(tmp_path, "--gin_param=train.checkpoint_every_steps=100000")
+    process = subprocess.Popen(
+        command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait_for(lambda: (tmp_path / "operative_config.gin").exists(), process)
+    assert _latest_step(tmp_path) == 0  # interval saves are off: only SIGTERM can save
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr[-3000:]
+    step = int(re.search(r"checkpoint saved at step (\d+)", stdout).group(1))
+    assert step > 0 and _latest_step(tmp_path) == step
+    assert latest_record(tmp_path)["status"] == "aborted"
