@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from models.registry import list_recipes, model_entry
 from models.registry import list_models as _list_models
+from models.registry import list_recipes, model_entry
 
 
 def run(argv: list[str] | None = None) -> int:

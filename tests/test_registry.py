@@ -4,9 +4,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import PYTHON
 
 import models
-from conftest import PYTHON
 
 
 def _trainable(model) -> int:

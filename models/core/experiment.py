@@ -61,6 +61,9 @@ class Experiment:
                 },
             )
             self.global_step = orbit.utils.create_global_step()
+            if options.mode not in ("train", "train_and_eval"):
+                for name, optimizer in self.optimizers.items():  # slots, so restores match
+                    optimizer.build(self.models[name].trainable_variables)
         self.manager = ckpt.build_manager(
             options.model_dir,
             self.global_step,
@@ -69,9 +72,17 @@ class Experiment:
             **self.models,
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
         )
-        self.trainer = self.evaluator = None
-        if options.mode in ("train", "train_and_eval"):
-            self.trainer = Trainer(
+        self.trainer, self.evaluator = self._build_runners(eval_batch)
+        self.recorder = self._build_recorder()
+        self.preemption = ckpt.PreemptionWatcher(self.manager, self.global_step)
+        self.controller = self._build_controller() if self.trainer or self.evaluator else None
+        self._wrote_config = False
+
+    def _build_runners(self, eval_batch: int) -> tuple[Trainer | None, Evaluator | None]:
+        task, strategy, settings, mode = self.task, self.strategy, self.settings, self.options.mode
+        trainer = evaluator = None
+        if mode in ("train", "train_and_eval"):
+            trainer = Trainer(
                 task,
                 strategy,
                 self.models,
@@ -80,39 +91,43 @@ class Experiment:
                 settings.global_batch_size,
                 jit_compile=settings.jit_compile,
             )
-        if options.mode in ("eval", "train_and_eval", "continuous_eval"):
-            self.evaluator = Evaluator(
+        if mode in ("eval", "train_and_eval", "continuous_eval"):
+            evaluator = Evaluator(
                 task, strategy, self.models, eval_batch, jit_compile=settings.jit_compile
             )
-        self.recorder = RunRecorder(
-            options.model_dir,
-            RunInfo(
-                model=options.model_name,
-                recipe=options.recipe,
-                slice=options.slice_name,
-                replicas=strategy.num_replicas_in_sync,
-                global_batch_size=settings.global_batch_size,
-                precision=options.precision,
-                seed=options.seed,
-                target_metric=settings.target_metric,
-                target_value=settings.target_value,
-            ),
-            chief=self.chief and options.mode in ("train", "train_and_eval"),
+        return trainer, evaluator
+
+    def _build_recorder(self) -> RunRecorder:
+        options, settings = self.options, self.settings
+        info = RunInfo(
+            model=options.model_name,
+            recipe=options.recipe,
+            slice=options.slice_name,
+            replicas=self.strategy.num_replicas_in_sync,
+            global_batch_size=settings.global_batch_size,
+            precision=options.precision,
+            seed=options.seed,
+            target_metric=settings.target_metric,
+            target_value=settings.target_value,
         )
-        self.preemption = ckpt.PreemptionWatcher(self.manager, self.global_step)
-        self.controller = orbit.Controller(
+        training = options.mode in ("train", "train_and_eval")
+        return RunRecorder(options.model_dir, info, chief=self.chief and training)
+
+    def _build_controller(self) -> orbit.Controller:
+        """orbit's outer loop; restores the latest checkpoint in model_dir if there is one."""
+        model_dir = self.options.model_dir
+        return orbit.Controller(
             global_step=self.global_step,
             trainer=self.trainer,
             evaluator=self.evaluator,
-            strategy=strategy,
+            strategy=self.strategy,
             train_actions=[ckpt.NanGuard(self.global_step), self._after_loop, self.preemption],
             steps_per_loop=self.plan.steps_per_loop,
             checkpoint_manager=self.manager,
             summary_interval=self.plan.steps_per_loop if self.trainer else None,
-            summary_dir=f"{options.model_dir}/summaries/train" if self.chief else None,
-            eval_summary_dir=f"{options.model_dir}/summaries/eval" if self.chief else None,
+            summary_dir=f"{model_dir}/summaries/train" if self.chief else None,
+            eval_summary_dir=f"{model_dir}/summaries/eval" if self.chief else None,
         )
-        self._wrote_config = False
 
     def _after_loop(self, output: dict) -> None:
         """Per-loop bookkeeping: operative config after the first loop, throughput, profiler."""
@@ -138,8 +153,11 @@ class Experiment:
                 self.plan.eval_steps, timeout=self.settings.continuous_eval_timeout_s
             )
             return {}
-        return {"export_dir": export_saved_model(self.task, self.models, self.options.model_dir,
-                                                 int(self.global_step.numpy()))}
+        self.manager.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
+        step = int(self.global_step.numpy())
+        return {
+            "export_dir": export_saved_model(self.task, self.models, self.options.model_dir, step)
+        }
 
     def _evaluate(self) -> dict:
         metrics = self.controller.evaluate(self.plan.eval_steps)
@@ -167,7 +185,9 @@ class Experiment:
         metrics, reached = {}, False
         try:
             while step < plan.total_steps and not reached:
-                target = min((step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps)
+                target = min(
+                    (step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps
+                )
                 self.controller.train(target, checkpoint_at_completion=False)
                 step = int(self.global_step.numpy())
                 if evaluate:

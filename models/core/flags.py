@@ -1,5 +1,7 @@
 """The command-line flags every model shares, defined once."""
 
+import sys
+
 from absl import flags
 
 MODES = ("train", "eval", "train_and_eval", "continuous_eval", "export")
@@ -7,9 +9,14 @@ STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device")
 
 
 def define_flags() -> None:
-    """Defines the shared flags (idempotent, so tests may call it repeatedly)."""
-    if "model_dir" in flags.FLAGS:
-        return
+    """Defines the shared flags once and shows them in the running program's --help."""
+    if "model_dir" not in flags.FLAGS:
+        _define()
+    for flag in flags.FLAGS.get_flags_for_module(__name__):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+def _define() -> None:
     flags.DEFINE_string("model_dir", None, "Directory for checkpoints, summaries and records.")
     flags.DEFINE_string(
         "data_dir", None, "Directory of TFRecords in the dataset's schema. Default: built-in data."
@@ -17,7 +24,9 @@ def define_flags() -> None:
     flags.DEFINE_multi_string(
         "gin_file", [], "Gin recipe file; repeatable. Bare names resolve under configs/."
     )
-    flags.DEFINE_multi_string("gin_param", [], "Gin binding such as 'train.epochs = 5'; repeatable.")
+    flags.DEFINE_multi_string(
+        "gin_param", [], "Gin binding such as 'train.epochs = 5'; repeatable."
+    )
     flags.DEFINE_multi_string("gin_bindings", [], "Alias of --gin_param.")
     flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to run.")
     flags.DEFINE_string("tpu", None, "TPU name, grpc://address, or 'local'. Implies TPUStrategy.")
@@ -33,3 +42,4 @@ def define_flags() -> None:
     flags.DEFINE_string(
         "recipe", None, "Recipe name recorded in run records (default: the gin file names)."
     )
+

@@ -9,6 +9,7 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from models.core import optimization, settings  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
 from models.registry import CONFIGS_DIR
 

@@ -1,4 +1,4 @@
-"""Optimisers and learning-rate schedules that recipes pick with gin (Model Garden's where it has them)."""
+"""Optimisers and learning-rate schedules that recipes pick with gin (Model Garden's first)."""
 
 from __future__ import annotations
 
@@ -71,9 +71,7 @@ def _decays(variable: tf.Variable) -> bool:
     return not any(part in variable.name for part in _NO_DECAY)
 
 
-def l2_penalty(
-    optimizer: tf_keras.optimizers.Optimizer, variables: list[tf.Variable]
-) -> tf.Tensor:
+def l2_penalty(optimizer: tf_keras.optimizers.Optimizer, variables: list[tf.Variable]) -> tf.Tensor:
     """rate/2 * ||w||^2 over kernels (gradient: rate * w), zero where the optimiser decays."""
     rate = weight_decay_rate()
     if not rate or isinstance(optimizer, lars.LARS | tf_keras.optimizers.AdamW):

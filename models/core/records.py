@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import tensorflow as tf
-from mlperf_logging.mllog.mllog import MLLogger
 from mlperf_logging.mllog import constants
+from mlperf_logging.mllog.mllog import MLLogger
 
 RECORDS_DIR = "records"
 

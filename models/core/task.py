@@ -30,8 +30,8 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def build_optimizers(self, models: Models, schedule_args: dict[str, int]) -> Optimizers:
-        """One optimiser per trained model; schedule_args has steps_per_epoch, total_steps,
-        global_batch_size."""
+        """One optimiser per trained model, keyed by that model's name; schedule_args has
+        steps_per_epoch, total_steps and global_batch_size."""
 
     @abc.abstractmethod
     def build_inputs(
@@ -43,7 +43,7 @@ class Task(abc.ABC):
     def num_examples(self, split: str) -> int:
         """Examples in one epoch of `split`."""
 
-    def validate_data(self) -> None:
+    def validate_data(self) -> None:  # noqa: B027 - optional hook
         """Checks the data cheaply before anything is trained or written; raises UsageError."""
 
     def build_metrics(self, training: bool) -> list[tf_keras.metrics.Metric]:

@@ -116,7 +116,8 @@ class Evaluator(orbit.StandardEvaluator):
         if not step_outputs:
             return state
         local = tf.nest.map_structure(
-            lambda parts: np.concatenate([np.asarray(p) for p in parts]), step_outputs,
+            lambda parts: np.concatenate([np.asarray(p) for p in parts]),
+            step_outputs,
             is_leaf=lambda x: isinstance(x, tuple),
         )
         return self.task.aggregate_logs(state, local)

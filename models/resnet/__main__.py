@@ -1,4 +1,4 @@
-"""`python -m models.resnet --model_dir=DIR`: trains configs/resnet/default.gin on built-in digits."""
+"""`python -m models.resnet --model_dir=DIR` trains configs/resnet/default.gin on digits."""
 
 from models.core.main import main
 from models.core.tasks.image_classification import ImageClassificationTask

@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 
-
 @pytest.fixture(scope="session")
 def zoo_cache() -> Path:
     """The session's private ZOO_CACHE_DIR, set up by tests/conftest.py."""

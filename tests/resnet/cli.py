@@ -30,4 +30,6 @@ def checkpoint_files(model_dir) -> dict[str, bytes]:
     root = Path(model_dir)
     if not root.exists():
         return {}
-    return {p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(("ckpt", "checkpoint"))}
+    return {
+        p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(("ckpt", "checkpoint"))
+    }

@@ -1,4 +1,4 @@
-"""Bad input: one clear line on stderr, exit code 2, no traceback, no checkpoint written or damaged."""
+"""Bad input: one line on stderr, exit code 2, no traceback, no checkpoint written or damaged."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-
 from cli import checkpoint_files, run_resnet
 
 
 def _write_records(path: Path, examples: list[dict]) -> None:
     with tf.io.TFRecordWriter(str(path)) as writer:
         for features in examples:
-            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+            )
 
 
 def _copy_digits(digits_dir: str, target: Path) -> Path:
@@ -23,7 +24,7 @@ def _copy_digits(digits_dir: str, target: Path) -> Path:
 
 
 def _rewrite_train(data: Path, transform) -> None:
-    """Rewrites every train shard, passing each tf.train.Example's feature map through `transform`."""
+    """Rewrites every train shard, passing each Example's feature map through `transform`."""
     for shard in sorted(data.glob("train-*")):
         examples = []
         for raw in tf.data.TFRecordDataset(str(shard)):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from cli import latest_record, run_resnet
 
 SHORT = ["--mode=train_and_eval", "--gin_param=train.target_value = None"]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-
 from cli import latest_record, resnet_command, run_resnet
 
 
@@ -48,7 +47,7 @@ def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
     export_dir = re.search(r"exported SavedModel to (\S+)", result.stdout).group(1)
     script = f"""
 import sys, tensorflow as tf
-files = tf.io.gfile.glob({str(Path(digits_dir) / 'validation-*')!r})
+files = tf.io.gfile.glob({str(Path(digits_dir) / "validation-*")!r})
 spec = {{"image/encoded": tf.io.FixedLenFeature([], tf.string),
          "image/class/label": tf.io.FixedLenFeature([], tf.int64)}}
 examples = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(files).take(64)]
@@ -61,7 +60,10 @@ print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == la
     # A fresh process that imports no project code: only TensorFlow and the SavedModel.
     out = subprocess.run(
         [env.get("PYTHON", __import__("sys").executable), "-c", script],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     right, total = map(int, re.search(r"correct (\d+) of (\d+)", out.stdout).groups())

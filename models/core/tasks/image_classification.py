@@ -75,7 +75,7 @@ class ImageClassificationTask(Task):
             penalty = optimization.l2_penalty(optimizer, model.trainable_variables)
             loss += (penalty + tf.add_n(model.losses or [0.0])) / replicas
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         for metric in metrics:
             metric.update_state(labels, logits)
         return {"loss": tf.reduce_mean(per_example)}
