@@ -1,13 +1,11 @@
 """Test-wide setup: 4 logical CPUs (for simulated slices) and an isolated dataset cache."""
 
 import os
-import sys
 import tempfile
-from pathlib import Path
 
 import pytest
+from zoo_testing import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-cache-"))
 
@@ -34,6 +32,3 @@ def cli_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
-
-
-PYTHON = sys.executable

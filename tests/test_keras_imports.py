@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import REPO
+from zoo_testing import REPO
 
 FORBIDDEN = re.compile(r"(^|[^_\w])tf\.keras\b|^\s*import keras\b|^\s*from keras\b", re.M)
 

@@ -4,7 +4,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import PYTHON
+from zoo_testing import PYTHON
 
 import models
 

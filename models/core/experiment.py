@@ -11,6 +11,7 @@ from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.errors import UsageError
 from models.core.export import export_saved_model
+from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.settings import StepPlan, TrainSettings
 from models.core.task import Task
@@ -44,26 +45,13 @@ class Experiment:
         self.task, self.strategy, self.settings, self.options = task, strategy, settings, options
         settings.check(strategy.num_replicas_in_sync)
         self.chief = is_chief(strategy)
-        if options.mode in ("train", "train_and_eval"):
+        self.training = options.mode in ("train", "train_and_eval")
+        if self.training:
             task.validate_data()
-        eval_batch = settings.eval_batch_size or settings.global_batch_size
         self.plan = StepPlan.make(
             settings, task.num_examples("train"), task.num_examples("validation")
         )
-        with strategy.scope():
-            self.models = task.build_models()
-            self.optimizers = task.build_optimizers(
-                self.models,
-                {
-                    "steps_per_epoch": self.plan.steps_per_epoch,
-                    "total_steps": self.plan.total_steps,
-                    "global_batch_size": settings.global_batch_size,
-                },
-            )
-            self.global_step = orbit.utils.create_global_step()
-            if options.mode not in ("train", "train_and_eval"):
-                for name, optimizer in self.optimizers.items():  # slots, so restores match
-                    optimizer.build(self.models[name].trainable_variables)
+        self.models, self.optimizers, self.global_step = self._build_models()
         self.manager = ckpt.build_manager(
             options.model_dir,
             self.global_step,
@@ -72,16 +60,34 @@ class Experiment:
             **self.models,
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
         )
-        self.trainer, self.evaluator = self._build_runners(eval_batch)
+        self.trainer, self.evaluator = self._build_runners()
         self.recorder = self._build_recorder()
         self.preemption = ckpt.PreemptionWatcher(self.manager, self.global_step)
+        self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
         self.controller = self._build_controller() if self.trainer or self.evaluator else None
         self._wrote_config = False
 
-    def _build_runners(self, eval_batch: int) -> tuple[Trainer | None, Evaluator | None]:
+    def _build_models(self):
+        """Models, optimisers and the global step, under the strategy scope."""
+        schedule_args = {
+            "steps_per_epoch": self.plan.steps_per_epoch,
+            "total_steps": self.plan.total_steps,
+            "global_batch_size": self.settings.global_batch_size,
+        }
+        with self.strategy.scope():
+            models = self.task.build_models()
+            optimizers = self.task.build_optimizers(models, schedule_args)
+            global_step = orbit.utils.create_global_step()
+            if not self.training:
+                for name, optimizer in optimizers.items():  # slots, so that restores match
+                    optimizer.build(models[name].trainable_variables)
+        return models, optimizers, global_step
+
+    def _build_runners(self) -> tuple[Trainer | None, Evaluator | None]:
         task, strategy, settings, mode = self.task, self.strategy, self.settings, self.options.mode
+        eval_batch = settings.eval_batch_size or settings.global_batch_size
         trainer = evaluator = None
-        if mode in ("train", "train_and_eval"):
+        if self.training:
             trainer = Trainer(
                 task,
                 strategy,
@@ -110,8 +116,7 @@ class Experiment:
             target_metric=settings.target_metric,
             target_value=settings.target_value,
         )
-        training = options.mode in ("train", "train_and_eval")
-        return RunRecorder(options.model_dir, info, chief=self.chief and training)
+        return RunRecorder(options.model_dir, info, chief=self.chief and self.training)
 
     def _build_controller(self) -> orbit.Controller:
         """orbit's outer loop; restores the latest checkpoint in model_dir if there is one."""
@@ -132,6 +137,7 @@ class Experiment:
     def _after_loop(self, output: dict) -> None:
         """Per-loop bookkeeping: operative config after the first loop, throughput, profiler."""
         self.recorder.train_progress(float(output.get("examples_per_second", 0.0)))
+        self.profiler.at_step(int(self.global_step.numpy()))
         if self.chief and not self._wrote_config:
             path = gin_config.write_operative_config(self.options.model_dir)
             with self.controller.summary_manager.summary_writer().as_default():

@@ -42,4 +42,3 @@ def _define() -> None:
     flags.DEFINE_string(
         "recipe", None, "Recipe name recorded in run records (default: the gin file names)."
     )
-

@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 import gin
-import tensorflow as tf
 import tf_keras
 
 from models.core import optimization, settings  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
+from models.core.files import write_atomically
 from models.registry import CONFIGS_DIR
 
 OPERATIVE_CONFIG = "operative_config.gin"
@@ -86,9 +86,5 @@ def parse(files: list[str], bindings: list[str], family: str | None = None) -> l
 def write_operative_config(model_dir: str) -> str:
     """Writes operative_config.gin (what the run actually used) and returns its path."""
     path = f"{model_dir.rstrip('/')}/{OPERATIVE_CONFIG}"
-    text = gin.operative_config_str()
-    tmp = path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as handle:
-        handle.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    write_atomically(path, gin.operative_config_str())
     return path

@@ -65,6 +65,9 @@ def run_from_flags(task_factory: Callable[..., Task], family: str, default_recip
 
 def _report(results: dict) -> None:
     """The run's final line(s): metrics, and time-to-accuracy when a target was reached."""
+    if not results:
+        print("done.", flush=True)
+        return
     shown = ", ".join(
         f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()
     )

@@ -15,6 +15,8 @@ import tensorflow as tf
 from mlperf_logging.mllog import constants
 from mlperf_logging.mllog.mllog import MLLogger
 
+from models.core.files import write_atomically
+
 RECORDS_DIR = "records"
 
 
@@ -68,13 +70,23 @@ def describe_accelerator(strategy: tf.distribute.Strategy) -> str:
     return f"{len(devices)} x {'/'.join(kinds)}"
 
 
+class _RewritingHandler(logging.Handler):
+    """Keeps the log's lines and rewrites the file on each event (works on gs://, no append)."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path, self.lines = path, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+        write_atomically(self.path, "\n".join(self.lines) + "\n")
+
+
 def _file_logger(path: str) -> logging.Logger:
     logger = logging.getLogger(f"mllog.{path}")
     logger.propagate = False
     logger.setLevel(logging.INFO)
-    handler = logging.FileHandler(path, mode="w")
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
+    logger.addHandler(_RewritingHandler(path))
     return logger
 
 
@@ -84,17 +96,17 @@ class RunRecorder:
     def __init__(self, model_dir: str, info: RunInfo, chief: bool = True):
         self.chief = chief
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
-        directory = Path(model_dir) / RECORDS_DIR
+        directory = f"{model_dir.rstrip('/')}/{RECORDS_DIR}"
         self.record = RunRecord(**asdict(info), started_at=stamp)
         self.record.host = f"{platform.node()} ({platform.processor() or platform.machine()}, "
         self.record.host += f"{os.cpu_count()} CPUs)"
         self.record.git_revision = git_revision()
-        self.json_path = directory / f"{stamp}.json"
-        self.log_path = directory / f"{stamp}.mlperf.log"
+        self.json_path = f"{directory}/{stamp}.json"
+        self.log_path = f"{directory}/{stamp}.mlperf.log"
         self._run_start: float | None = None
         if chief:
-            directory.mkdir(parents=True, exist_ok=True)
-            self.mllogger = MLLogger(logger=_file_logger(str(self.log_path)))
+            tf.io.gfile.makedirs(directory)
+            self.mllogger = MLLogger(logger=_file_logger(self.log_path))
             self._event("start", constants.INIT_START)
             self._event("event", constants.SUBMISSION_BENCHMARK, info.model)
             self._event("event", constants.GLOBAL_BATCH_SIZE, info.global_batch_size)
@@ -140,6 +152,4 @@ class RunRecorder:
     def write(self) -> None:
         if not self.chief:
             return
-        tmp = self.json_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.record), indent=2, default=float))
-        tmp.replace(self.json_path)
+        write_atomically(self.json_path, json.dumps(asdict(self.record), indent=2, default=float))

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import PYTHON
+from zoo_testing import PYTHON
 
 
 def resnet_command(model_dir, *args: str) -> list[str]:

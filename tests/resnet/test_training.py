@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -11,15 +12,13 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 from cli import latest_record, resnet_command, run_resnet
+from zoo_testing import PYTHON, REPO
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, digits_dir):
     """The default recipe trained to its target once; later tests read this model_dir."""
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     model_dir = tmp_path_factory.mktemp("trained")
     result = run_resnet(model_dir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -59,7 +58,7 @@ print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == la
 """
     # A fresh process that imports no project code: only TensorFlow and the SavedModel.
     out = subprocess.run(
-        [env.get("PYTHON", __import__("sys").executable), "-c", script],
+        [PYTHON, "-c", script],
         capture_output=True,
         text=True,
         timeout=300,
