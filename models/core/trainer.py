@@ -38,7 +38,7 @@ class Trainer(orbit.StandardTrainer):
         global_step: tf.Variable,
         global_batch_size: int,
         jit_compile: bool = False,
-        use_tf_while_loop: bool = False,
+        use_tf_while_loop: bool = True,
     ):
         self.task, self.strategy = task, strategy
         self.models, self.optimizers = models, optimizers
