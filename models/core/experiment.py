@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from models.core import checkpoint as ckpt
 from models.core import gin_config
-from models.core.errors import UsageError
+from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
@@ -66,6 +66,17 @@ class Experiment:
         self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
         self.controller = self._build_controller() if self.trainer or self.evaluator else None
         self._wrote_config = False
+        self._check_target_metric()
+
+    def _check_target_metric(self) -> None:
+        """A target on a metric the evaluation does not compute fails before any training."""
+        name = self.settings.target_metric
+        known = [m.name for m in self.evaluator.metrics] if self.evaluator else []
+        if name and known and name not in known + [self.task.primary_metric]:
+            raise UsageError(
+                f"--target_metric={name} is not an eval metric{nearest(name, known)} "
+                f"(have: {', '.join(known)})"
+            )
 
     def _build_models(self):
         """Models, optimisers and the global step, under the strategy scope."""
@@ -197,14 +208,9 @@ class Experiment:
                 self.controller.train(target, checkpoint_at_completion=False)
                 step = int(self.global_step.numpy())
                 if evaluate:
-                    metrics = self._evaluate()
-                    reached = self._reached(metrics)
-                    self.recorder.eval_result(plan.epoch(step), metrics)
-                    self._progress(step, metrics)
-            if evaluate and not metrics:
-                metrics = self._evaluate()
-                reached = self._reached(metrics)
-                self.recorder.eval_result(plan.epoch(step), metrics)
+                    metrics, reached = self._eval_and_record(step)
+            if evaluate and not metrics:  # resumed a finished run: report where it stands
+                metrics, reached = self._eval_and_record(step)
         except BaseException:  # preemption, divergence, bad data: the record says aborted
             self.recorder.run_stop(success=False)
             raise
@@ -217,6 +223,13 @@ class Experiment:
         elif has_target:
             results["target_not_reached"] = True
         return results
+
+    def _eval_and_record(self, step: int) -> tuple[dict, bool]:
+        metrics = self._evaluate()
+        reached = self._reached(metrics)
+        self.recorder.eval_result(self.plan.epoch(step), metrics)
+        self._progress(step, metrics)
+        return metrics, reached
 
     def _progress(self, step: int, metrics: dict) -> None:
         shown = " | ".join(f"{k} {v:.4f}" for k, v in metrics.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import tensorflow as tf
 import tf_keras
@@ -23,8 +24,6 @@ FLAGS = flags.FLAGS
 
 
 def _recipe_name(gin_files: list[str]) -> str:
-    from pathlib import Path
-
     return "+".join(Path(f).stem for f in gin_files) or "default"
 
 

@@ -101,3 +101,11 @@ def test_bad_input_leaves_existing_checkpoint_untouched(tmp_path, cli_env):
     bad = run_resnet(model_dir, "--gin_param=trian.epochs = 2", env=cli_env, timeout=300)
     assert bad.returncode == 2
     assert checkpoint_files(model_dir) == before
+
+
+def test_unknown_target_metric_fails_before_training(tmp_path, cli_env):
+    model_dir = tmp_path / "model"
+    result = run_resnet(model_dir, "--target_metric=top1", "--target_value=0.9", env=cli_env)
+    assert result.returncode == 2
+    assert "top1" in result.stderr and "top_1_accuracy" in result.stderr
+    assert checkpoint_files(model_dir) == {}
