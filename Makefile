@@ -18,11 +18,11 @@ demo: $(STAMP)
 	$(PY) -m models.resnet --model_dir=runs/demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check models tests
+	$(VENV)/bin/ruff check models benchmarks tests
 	$(PY) -m pytest -q --durations=15 tests
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format models tests
+	$(VENV)/bin/ruff format models benchmarks tests
 
 clean:
 	rm -rf $(VENV)

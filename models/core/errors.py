@@ -46,6 +46,19 @@ def data_error_message(error: Exception) -> str | None:
     return None
 
 
+def run_app(main: Callable[[list[str]], object]) -> None:
+    """absl `app.run(main)` where flag errors, UsageError and bad data print one line, exit 2."""
+    from absl import app, flags
+
+    def parse(argv: list[str]) -> list[str]:
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            fail(str(error))
+
+    run_guarded(lambda: app.run(main, flags_parser=parse))
+
+
 def run_guarded(main: Callable[[], object]) -> None:
     """Runs `main`, turning UsageError and bad-data errors into one line with exit code 2."""
     try:

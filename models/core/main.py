@@ -8,11 +8,11 @@ from pathlib import Path
 
 import tensorflow as tf
 import tf_keras
-from absl import app, flags, logging
+from absl import flags, logging
 
 from models.core import checkpoint as ckpt
 from models.core import gin_config
-from models.core.errors import UsageError, fail, run_guarded
+from models.core.errors import UsageError, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.precision import set_precision
@@ -96,12 +96,4 @@ def main(task_factory: Callable[..., Task], family: str, default_recipe: str) ->
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(1)
 
-    run_guarded(lambda: app.run(_main, flags_parser=_parse_flags))
-
-
-def _parse_flags(argv: list[str]) -> list[str]:
-    """absl flag errors (unknown flag, bad enum) -> one line, exit 2."""
-    try:
-        return FLAGS(argv)
-    except flags.Error as error:
-        fail(str(error))
+    run_app(_main)

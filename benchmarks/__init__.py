@@ -1,0 +1,1 @@
+"""Benchmark harness: time-to-accuracy across slices, throughput, reports, slice predictions."""

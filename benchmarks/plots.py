@@ -1,0 +1,73 @@
+"""PNG plots of benchmark runs (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from benchmarks.records import RunResult  # noqa: E402
+
+
+def plot_tta_vs_slice(name: str, rows: list[dict], path: Path) -> Path:
+    """Median time-to-accuracy (min-max bars) against replicas (log2 axis)."""
+    ok = [r for r in rows if r["tta_median_s"]]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    if ok:
+        x = [r["replicas"] for r in ok]
+        y = [r["tta_median_s"] for r in ok]
+        low = [r["tta_median_s"] - r["tta_min_s"] for r in ok]
+        high = [r["tta_max_s"] - r["tta_median_s"] for r in ok]
+        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=4, label="median (min-max)")
+        ideal = [y[0] * x[0] / xi for xi in x]
+        ax.plot(x, ideal, linestyle="--", color="gray", label="linear scaling")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(x, [f"{r['replicas']}\n{r['slice']}" for r in ok])
+        ax.set_ylim(bottom=0)
+        ax.legend()
+    ax.set_xlabel("slice size (replicas)")
+    ax.set_ylabel("time to accuracy (s, MLPerf run_start to run_stop)")
+    ax.set_title(f"{name}: time to accuracy by slice")
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_accuracy_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
+    """Eval metric against wall-clock seconds since run_start, one colour per slice."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    slices = sorted(
+        {r.slice for r in runs},
+        key=lambda s: next((r.replicas or 0 for r in runs if r.slice == s), 0),
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    target = next((r.target_value for r in runs if r.target_value is not None), None)
+    metric = next((r.target_metric for r in runs if r.target_metric), "eval metric")
+    for i, slice_name in enumerate(slices):
+        for j, run in enumerate(r for r in runs if r.slice == slice_name and r.curve):
+            seconds, values = zip(*run.curve, strict=True)
+            ax.plot(
+                seconds,
+                values,
+                marker=".",
+                color=colours[i % len(colours)],
+                alpha=0.8,
+                label=slice_name if j == 0 else None,
+            )
+    if target is not None:
+        ax.axhline(target, linestyle="--", color="gray", label=f"target {target}")
+    ax.set_xlabel("wall-clock time since run_start (s)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{name}: {metric} over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
