@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import gin
+import gin.resource_reader
 import tf_keras
 
 from models.core import optimization, settings  # noqa: F401 - registers core configurables
@@ -17,6 +18,16 @@ OPERATIVE_CONFIG = "operative_config.gin"
 _UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
 _UNKNOWN_PARAMETER = re.compile(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
 _LOCATION = re.compile(r'In (file "[^"]+", line \d+|bindings string line \d+)')
+
+
+# gin's package-resource reader imports the first part of an `include` path as a Python
+# package: `include 'resnet/x.gin'` breaks wherever some folder named resnet is importable.
+# Recipes include by path under configs/, so only the plain file reader is kept.
+gin.config._FILE_READERS[:] = [  # noqa: SLF001 - gin offers no way to unregister a reader
+    reader
+    for reader in gin.config._FILE_READERS
+    if reader[0] is not gin.resource_reader.system_path_reader  # noqa: SLF001
+]
 
 
 def register_externals() -> None:

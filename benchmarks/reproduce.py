@@ -1,0 +1,137 @@
+"""Reproduce a published result: python -m benchmarks.reproduce official/<recipe>.gin --tpu=NAME.
+
+--dry_run prints the exact training command and the resolved gin config, and checks that
+the recipe's slice and global batch match the published row in its header.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import gin
+from absl import flags
+
+from benchmarks.output import define_json_flag, emit, progress
+from benchmarks.records import load_run
+from models.core import gin_config
+from models.core.errors import UsageError, run_app
+
+FLAGS = flags.FLAGS
+_HEADER = re.compile(r"^#\s*published\.(\w+):\s*(.+?)\s*$")
+_INCLUDE_SLICE = re.compile(r"""^include\s+['"]slices/([\w-]+)\.gin['"]""", re.M)
+
+
+def define_flags() -> None:
+    flags.DEFINE_string("tpu", None, "TPU name or grpc:// address to run on.")
+    flags.DEFINE_string("model_dir", None, "Where the run writes (default: runs/<recipe>).")
+    flags.DEFINE_string("data_dir", None, "ImageNet TFRecords (imagenet_to_gcs.py schema).")
+    flags.DEFINE_boolean("dry_run", False, "Print command and resolved config; run nothing.")
+    define_json_flag()
+
+
+def read_header(path: Path) -> dict[str, str]:
+    """The `# published.KEY: VALUE` lines at the top of an official recipe."""
+    header = {}
+    for line in path.read_text().splitlines():
+        if match := _HEADER.match(line):
+            header[match.group(1)] = match.group(2)
+    for key in ("family", "slice", "global_batch", "minutes", "target"):
+        if key not in header:
+            raise UsageError(f"{path}: header has no 'published.{key}' line")
+    return header
+
+
+def resolve(path: Path, header: dict[str, str]) -> str:
+    """Parses the recipe with the model's configurables registered; returns the resolved config."""
+    importlib.import_module(f"models.{header['family']}.model")
+    importlib.import_module("models.core.tasks.image_classification")
+    gin.clear_config()
+    gin_config.parse([str(path)], [])
+    return gin.config_str()
+
+
+def check_matches(path: Path, header: dict[str, str]) -> list[str]:
+    """Problems where the recipe does not match its published row (empty when it does)."""
+    problems = []
+    batch = gin.query_parameter("train.global_batch_size")
+    if batch != int(header["global_batch"]):
+        problems.append(f"global batch {batch} != published {header['global_batch']}")
+    slices = _INCLUDE_SLICE.findall(path.read_text())
+    if slices != [header["slice"]]:
+        problems.append(f"slice file(s) {slices} != published slice {header['slice']}")
+    target = float(header["target"].split(">=")[-1])
+    if gin.query_parameter("train.target_value") != target:
+        problems.append(f"target {gin.query_parameter('train.target_value')} != {target}")
+    return problems
+
+
+def command(path: Path, header: dict[str, str]) -> list[str]:
+    model_dir = FLAGS.model_dir or f"runs/{path.stem}"
+    args = [sys.executable, "-m", f"models.{header['family']}", f"--model_dir={model_dir}"]
+    args += [f"--gin_file={path}", f"--slice={header['slice']}", f"--tpu={FLAGS.tpu or 'NAME'}"]
+    args += ["--precision=bfloat16", "--mode=train_and_eval", f"--recipe={path.stem}"]
+    return args + ([f"--data_dir={FLAGS.data_dir}"] if FLAGS.data_dir else [])
+
+
+def reproduce(recipe: str) -> dict:
+    path = Path(recipe)
+    if not path.is_file():
+        raise UsageError(f"no recipe file {recipe} (see official/README.md)")
+    header = read_header(path)
+    config = resolve(path, header)
+    problems = check_matches(path, header)
+    result = {"recipe": str(path), "published": header, "command": command(path, header)}
+    result.update(resolved_config=config, matches_published=not problems, problems=problems)
+    if problems or FLAGS.dry_run:
+        if problems:
+            raise UsageError(f"{path} does not match its published row: {'; '.join(problems)}")
+        return result
+    if not FLAGS.tpu:
+        raise UsageError("--tpu is required to reproduce a TPU result (or use --dry_run)")
+    progress(" ".join(result["command"]))
+    done = subprocess.run(result["command"])
+    entry = {"model": header["family"], "recipe": path.stem, "slice": header["slice"]}
+    entry.update(
+        repeat=0, model_dir=FLAGS.model_dir or f"runs/{path.stem}", exit_code=done.returncode
+    )
+    run = load_run(entry)
+    minutes = run.time_to_accuracy_s / 60 if run.time_to_accuracy_s else None
+    published = float(header["minutes"])
+    result.update(status=run.status, minutes=minutes, published_minutes=published)
+    result["ratio_to_published"] = minutes / published if minutes else None
+    return result
+
+
+def _render(result: dict) -> str:
+    header = result["published"]
+    lines = [f"recipe: {result['recipe']}", "command: " + " ".join(result["command"])]
+    if "status" not in result:
+        lines += ["resolved config:", result["resolved_config"]]
+        lines.append(
+            f"matches published row: slice {header['slice']}, global batch "
+            f"{header['global_batch']}, {header['target']} ({header.get('round', '?')})"
+        )
+        return "\n".join(lines)
+    got = f"{result['minutes']:.2f} min" if result["minutes"] else "target not reached"
+    ratio = f" ({result['ratio_to_published']:.2f}x)" if result["ratio_to_published"] else ""
+    lines.append(f"{result['status']}: {got} vs published {header['minutes']} min{ratio}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    define_flags()
+
+    def _main(argv: list[str]) -> None:
+        if len(argv) != 2:
+            raise UsageError("usage: python -m benchmarks.reproduce official/<recipe>.gin [--tpu]")
+        emit(reproduce(argv[1]), FLAGS.json, _render)
+
+    run_app(_main)
+
+
+if __name__ == "__main__":
+    main()
