@@ -24,6 +24,22 @@ def emit(result: dict, as_json: bool, render: Callable[[dict], str]) -> None:
     sys.stdout.flush()
 
 
+def run_cli(
+    name: str, compute: Callable[[list[str]], dict], render: Callable[[dict], str], arg: str = ""
+) -> None:
+    """absl app for `python -m benchmarks.<name> [ARG]`: emit(compute(args)); bad input -> one
+    line and exit code 2. `arg` names the one positional argument, or "" for none."""
+    from models.core.errors import UsageError, run_app
+
+    def main(argv: list[str]) -> None:
+        if len(argv) != (2 if arg else 1):
+            raise UsageError(f"usage: python -m benchmarks.{name} {arg} [flags]".replace("  ", " "))
+        emit(compute(argv[1:]), flags.FLAGS.json, render)
+
+    define_json_flag()
+    run_app(main)
+
+
 def progress(message: str) -> None:
     """Progress for people goes to stderr, so stdout stays one JSON object under --json."""
     print(message, file=sys.stderr, flush=True)

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from absl import flags
 
-from benchmarks.output import define_json_flag, emit
-from models.core.errors import UsageError, nearest, run_app
+from benchmarks.output import run_cli
+from models.core.errors import UsageError, nearest
 
 REPO = Path(__file__).resolve().parent.parent
 SLICES_DIR = REPO / "configs" / "slices"
@@ -444,20 +444,14 @@ def define_flags() -> None:
         "fit", DEFAULT_FIT, "Slice whose latest published time sets the efficiency."
     )
     flags.DEFINE_float("efficiency", None, "Fraction of bf16 peak sustained; skips the fit.")
-    define_json_flag()
-
-
-def _main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    result = predict(FLAGS.model, FLAGS.slices, FLAGS.fit, FLAGS.efficiency)
-    emit(result, FLAGS.json, render)
 
 
 def main() -> None:
     """Entry point: bad input -> one line `error: ...` on stderr and exit code 2."""
     define_flags()
-    run_app(_main)
+    run_cli(
+        "predict", lambda _: predict(FLAGS.model, FLAGS.slices, FLAGS.fit, FLAGS.efficiency), render
+    )
 
 
 if __name__ == "__main__":

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from absl import flags
 
-from benchmarks.output import define_json_flag, emit
+from benchmarks.output import run_cli
 from benchmarks.plots import plot_accuracy_vs_time, plot_tta_vs_slice
 from benchmarks.records import RunResult, load_runs
-from models.core.errors import UsageError, run_app
+from models.core.errors import UsageError
 
 FLAGS = flags.FLAGS
 
@@ -116,14 +116,7 @@ def _render(report: dict) -> str:
 
 
 def main() -> None:
-    define_json_flag()
-
-    def _main(argv: list[str]) -> None:
-        if len(argv) != 2:
-            raise UsageError("usage: python -m benchmarks.report DIR [--json]")
-        emit(build_report(argv[1]), FLAGS.json, _render)
-
-    run_app(_main)
+    run_cli("report", lambda args: build_report(args[0]), _render, arg="DIR")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from pathlib import Path
 import gin
 from absl import flags
 
-from benchmarks.output import define_json_flag, emit, progress
+from benchmarks.output import progress, run_cli
 from benchmarks.records import load_run
 from models.core import gin_config
-from models.core.errors import UsageError, run_app
+from models.core.errors import UsageError
 
 FLAGS = flags.FLAGS
 _HEADER = re.compile(r"^#\s*published\.(\w+):\s*(.+?)\s*$")
@@ -30,7 +30,6 @@ def define_flags() -> None:
     flags.DEFINE_string("model_dir", None, "Where the run writes (default: runs/<recipe>).")
     flags.DEFINE_string("data_dir", None, "ImageNet TFRecords (imagenet_to_gcs.py schema).")
     flags.DEFINE_boolean("dry_run", False, "Print command and resolved config; run nothing.")
-    define_json_flag()
 
 
 def read_header(path: Path) -> dict[str, str]:
@@ -124,13 +123,7 @@ def _render(result: dict) -> str:
 
 def main() -> None:
     define_flags()
-
-    def _main(argv: list[str]) -> None:
-        if len(argv) != 2:
-            raise UsageError("usage: python -m benchmarks.reproduce official/<recipe>.gin [--tpu]")
-        emit(reproduce(argv[1]), FLAGS.json, _render)
-
-    run_app(_main)
+    run_cli("reproduce", lambda args: reproduce(args[0]), _render, arg="official/RECIPE.gin")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from pathlib import Path
 from absl import flags
 
 import models  # noqa: F401 - quiets TensorFlow's C++ logs for the child processes too
-from benchmarks.output import define_json_flag, emit, progress
+from benchmarks.output import progress, run_cli
 from benchmarks.records import INDEX, RunResult, load_run
-from models.core.errors import UsageError, run_app
+from models.core.errors import UsageError
 from models.core.strategy import parse_slice
 from models.registry import CONFIGS_DIR, list_recipes
 
@@ -34,7 +34,6 @@ def define_flags() -> None:
     flags.DEFINE_string("data_dir", None, "Dataset directory (default: built-in data).")
     flags.DEFINE_multi_string("gin_param", [], "Extra gin bindings for every run.")
     flags.DEFINE_integer("timeout_s", 3600, "A run still going after this is killed (aborted).")
-    define_json_flag()
 
 
 def run_command(model: str, recipe: str, slice_name: str, seed: int, model_dir: Path) -> list[str]:
@@ -123,7 +122,7 @@ def _render(result: dict) -> str:
 
 def main() -> None:
     define_flags()
-    run_app(lambda argv: emit(run_all(), FLAGS.json, _render))
+    run_cli("run", lambda _: run_all(), _render)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,147 @@
+"""Measuring tools the throughput command shares: FLOPs counter, matmul peak, timed loops."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+from collections.abc import Iterator
+
+import tensorflow as tf
+import tf_keras
+
+FLOPS_METHOD = (
+    "tf.compat.v1.profiler float_ops of the forward graph (training=False, batch 1) x 3 "
+    "for forward + backward"
+)
+DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
+
+
+def forward_flops(model: tf_keras.Model, input_shape: list[int]) -> int:
+    """Float ops of one forward pass on one example, as TensorFlow's profiler counts them."""
+
+    @tf.function
+    def forward(inputs):
+        return model(inputs, training=False)
+
+    spec = tf.TensorSpec([1, *input_shape], tf.float32)
+    graph = forward.get_concrete_function(spec).graph
+    builder = tf.compat.v1.profiler.ProfileOptionBuilder
+    options = builder(builder.float_operation()).with_empty_output().build()
+    return int(tf.compat.v1.profiler.profile(graph=graph, options=options).total_float_ops)
+
+
+def training_flops_per_example(model: tf_keras.Model, input_shape: list[int]) -> int:
+    """Model FLOPs of one training example: 3 x forward (backward is about 2 x forward)."""
+    return 3 * forward_flops(model, input_shape)
+
+
+def _time_matmuls(matmul, a: tf.Tensor, b: tf.Tensor, repeats: int) -> float:
+    """Seconds for `repeats` matmuls, synchronised by reading one result value."""
+    start = time.perf_counter()
+    for _ in range(repeats):
+        product = matmul(a, b)
+    float(product[0, 0])
+    return time.perf_counter() - start
+
+
+def matmul_peak(precision: str, size: int = 4096, seconds: float = 1.0) -> dict:
+    """The device's measured peak: FLOP/s of a size x size matmul in the compute dtype."""
+    dtype = DTYPES[precision]
+    a = tf.cast(tf.random.stateless_normal([size, size], seed=[1, 2]), dtype)
+    b = tf.cast(tf.random.stateless_normal([size, size], seed=[3, 4]), dtype)
+    matmul = tf.function(tf.matmul)
+    _time_matmuls(matmul, a, b, 1)  # warm-up: trace, allocate, pick kernels
+    single = _time_matmuls(matmul, a, b, 1)
+    repeats = max(2, math.ceil(seconds / max(single, 1e-6)))
+    elapsed = _time_matmuls(matmul, a, b, repeats)
+    return {
+        "flops_per_s": 2.0 * size**3 * repeats / elapsed,
+        "method": f"{size}x{size} {dtype.name} matmul, {repeats} repeats after warm-up",
+    }
+
+
+def synthetic_examples(
+    batch: int, image_size: int, num_classes: int, dtype: tf.DType, seed: int = 0
+) -> tf.data.Dataset:
+    """One random (images, labels) batch repeated forever: input is never the bottleneck."""
+    images = tf.random.stateless_normal([batch, image_size, image_size, 3], seed=[seed, 0])
+    labels = tf.random.stateless_uniform(
+        [batch], seed=[seed, 1], maxval=num_classes, dtype=tf.int32
+    )
+    return tf.data.Dataset.from_tensors((tf.cast(images, dtype), labels)).repeat()
+
+
+def synthetic_distributed(
+    strategy: tf.distribute.Strategy,
+    global_batch: int,
+    image_size: int,
+    num_classes: int,
+    dtype: tf.DType,
+):
+    """Per-replica synthetic batches, distributed the way the real pipelines are."""
+    return strategy.distribute_datasets_from_function(
+        lambda context: synthetic_examples(
+            context.get_per_replica_batch_size(global_batch), image_size, num_classes, dtype
+        )
+    )
+
+
+def time_orbit_trainer(trainer, warmup_steps: int, steps: int) -> float:
+    """Seconds of `steps` orbit train steps after `warmup_steps` (tracing happens in warm-up)."""
+    trainer.train(tf.constant(warmup_steps, tf.int32))
+    int(trainer.global_step.numpy())
+    start = time.perf_counter()
+    trainer.train(tf.constant(steps, tf.int32))
+    int(trainer.global_step.numpy())
+    return time.perf_counter() - start
+
+
+def time_batches(batches: Iterator, warmup: int, count: int) -> float:
+    """Seconds to pull `count` batches from an iterator after `warmup` batches."""
+    for _ in range(warmup):
+        next(batches)
+    start = time.perf_counter()
+    for _ in range(count):
+        images, _ = next(batches)
+    float(tf.reduce_sum(tf.cast(images[0, 0, 0], tf.float32)))
+    return time.perf_counter() - start
+
+
+def rates(seconds: float, steps: int, batch: int) -> dict:
+    """examples/s and ms per step of `steps` steps of `batch` examples."""
+    seconds = max(seconds, 1e-9)
+    return {"examples_per_s": steps * batch / seconds, "ms_per_step": 1000.0 * seconds / steps}
+
+
+def class_name(instance: object) -> str:
+    """Module-qualified class name, e.g. tf_keras.src.optimizers.sgd.SGD."""
+    return f"{type(instance).__module__}.{type(instance).__name__}"
+
+
+def describe_device(strategy: tf.distribute.Strategy) -> str:
+    """E.g. '1 x CPU (AMD EPYC, 2 cores)' or '1 x GPU (NVIDIA H200)'."""
+    devices = strategy.extended.worker_devices
+    kinds = sorted({tf.DeviceSpec.from_string(d).device_type or "CPU" for d in devices})
+    if kinds == ["GPU"]:
+        gpu = tf.config.list_physical_devices("GPU")[0]
+        details = tf.config.experimental.get_device_details(gpu)
+        name = details.get("device_name", "GPU")
+    elif kinds == ["CPU"]:
+        name = f"{_cpu_name()}, {os.cpu_count()} cores"
+    else:
+        name = "/".join(kinds)
+    return f"{len(devices)} x {'/'.join(kinds)} ({name})"
+
+
+def _cpu_name() -> str:
+    """The host CPU's model name from /proc/cpuinfo, else platform.processor()."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
