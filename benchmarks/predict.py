@@ -10,12 +10,12 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 from absl import flags
 
 from benchmarks.output import run_cli
+from benchmarks.published import Published, published_results
 from models.core.errors import UsageError, nearest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,31 +58,6 @@ IMAGENET_TRAIN_EXAMPLES = 1_281_167
 IMAGENET_EVAL_EXAMPLES = 50_000
 # published_results.md, MLPerf reference convergence points: global batch -> mean epochs to 75.9%.
 RESNET50_CONVERGENCE = ((1632, 35.0), (4096, 40.0), (8192, 42.0), (32768, 56.0))
-# published_results.md, quality targets: ResNet-50 top-1 by MLPerf round.
-RESNET50_TARGETS = {"v0.5": "74.9% top-1", "v0.6": "75.9% top-1"}
-
-
-class Published(NamedTuple):
-    """One published time to train (Google's Cloud TPU MLPerf submissions)."""
-
-    round: str
-    slice: str
-    global_batch: int
-    minutes: float
-
-
-# published_results.md, "Times to train", ResNet-50 rows.
-RESNET50_PUBLISHED = (
-    Published("v0.5", "v3-512", 16384, 7.08),
-    Published("v0.5", "v3-32", 4096, 59.89),
-    Published("v0.5", "v3-8", 1024, 183.45),
-    Published("v0.6", "v3-2048", 32768, 1.28),
-    Published("v0.6", "v3-1024", 32768, 2.27),
-    Published("v0.6", "v3-512", 32768, 3.85),
-    Published("v0.6", "v3-256", 32768, 6.86),
-    Published("v0.6", "v3-128", 16384, 11.22),
-    Published("v0.6", "v3-32", 4096, 42.19),
-)
 
 
 @dataclass(frozen=True)
@@ -94,8 +69,7 @@ class ModelSpec:
     train_examples: int
     eval_examples: int
     convergence: tuple[tuple[int, float], ...]  # (global batch, epochs to target)
-    published: tuple[Published, ...]
-    targets: dict[str, str]
+    published: tuple[Published, ...]  # from the official/ recipe headers
 
     @property
     def train_flops(self) -> float:
@@ -114,8 +88,7 @@ MODELS = {
         train_examples=IMAGENET_TRAIN_EXAMPLES,
         eval_examples=IMAGENET_EVAL_EXAMPLES,
         convergence=RESNET50_CONVERGENCE,
-        published=RESNET50_PUBLISHED,
-        targets=RESNET50_TARGETS,
+        published=published_results("resnet50"),
     ),
 }
 DEFAULT_SLICES = ["v3-8", "v3-32", "v3-128", "v3-512", "v3-2048"]
@@ -272,7 +245,7 @@ def _row(spec: ModelSpec, plan: SlicePlan, efficiency: float, fitted: bool) -> d
         "published_minutes": pub.minutes if pub else None,
         "published_round": pub.round if pub else None,
         "published_global_batch": pub.global_batch if pub else None,
-        "published_target": spec.targets.get(pub.round) if pub else None,
+        "published_target": pub.target if pub else None,
         "error_pct": (predicted / pub.minutes - 1) * 100 if pub else None,
         "fitted": fitted,
     }

@@ -16,12 +16,12 @@ import gin
 from absl import flags
 
 from benchmarks.output import progress, run_cli
+from benchmarks.published import read_header
 from benchmarks.records import load_run
 from models.core import gin_config
 from models.core.errors import UsageError
 
 FLAGS = flags.FLAGS
-_HEADER = re.compile(r"^#\s*published\.(\w+):\s*(.+?)\s*$")
 _INCLUDE_SLICE = re.compile(r"""^include\s+['"]slices/([\w-]+)\.gin['"]""", re.M)
 
 
@@ -30,18 +30,6 @@ def define_flags() -> None:
     flags.DEFINE_string("model_dir", None, "Where the run writes (default: runs/<recipe>).")
     flags.DEFINE_string("data_dir", None, "ImageNet TFRecords (imagenet_to_gcs.py schema).")
     flags.DEFINE_boolean("dry_run", False, "Print command and resolved config; run nothing.")
-
-
-def read_header(path: Path) -> dict[str, str]:
-    """The `# published.KEY: VALUE` lines at the top of an official recipe."""
-    header = {}
-    for line in path.read_text().splitlines():
-        if match := _HEADER.match(line):
-            header[match.group(1)] = match.group(2)
-    for key in ("family", "slice", "global_batch", "minutes", "target"):
-        if key not in header:
-            raise UsageError(f"{path}: header has no 'published.{key}' line")
-    return header
 
 
 def resolve(path: Path, header: dict[str, str]) -> str:

@@ -13,21 +13,35 @@ from benchmarks import reproduce
 from models.core.errors import UsageError
 
 RECIPES = sorted((REPO / "official").glob("*.gin"))
-PUBLISHED = (REPO.parent / "shared" / "reference" / "published_results.md").read_text()
+# The project's reference facts; CI and developers have shared/ beside the checkout.
+REFERENCE = REPO.parent / "shared" / "reference" / "published_results.md"
+PUBLISHED = REFERENCE.read_text() if REFERENCE.exists() else None
 
 
-def test_there_is_a_recipe_per_published_resnet50_row():
-    rows = [line for line in PUBLISHED.splitlines() if "| ResNet-50 |" in line]
+@pytest.fixture()
+def published() -> str:
+    if PUBLISHED is None:
+        pytest.skip(f"{REFERENCE} is not beside this checkout")
+    return PUBLISHED
+
+
+def test_there_is_a_recipe_per_published_resnet50_row(published):
+    rows = [line for line in published.splitlines() if "| ResNet-50 |" in line]
     assert len(RECIPES) == len(rows) == 9
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
-def test_recipe_matches_published_row(path: Path):
+def test_recipe_matches_its_header(path: Path):
     header = reproduce.read_header(path)
     reproduce.resolve(path, header)
     assert reproduce.check_matches(path, header) == []
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_header_matches_reference_row(path: Path, published):
+    header = reproduce.read_header(path)
     row = f"| {header['round']} | ResNet-50 | {header['slice']} | {header['global_batch']} |"
-    assert row in PUBLISHED and f"| {header['minutes']} |" in PUBLISHED.split(row)[1][:200]
+    assert row in published and f"| {header['minutes']} |" in published.split(row)[1][:200]
 
 
 def test_mismatched_batch_is_reported(tmp_path):
@@ -42,7 +56,7 @@ def test_mismatched_batch_is_reported(tmp_path):
 def test_header_without_minutes_is_a_usage_error(tmp_path):
     bad = tmp_path / "bad.gin"
     bad.write_text("# published.family: resnet\ninclude 'resnet/resnet50_imagenet.gin'\n")
-    with pytest.raises(UsageError, match="published.slice"):
+    with pytest.raises(UsageError, match="published.model"):
         reproduce.read_header(bad)
 
 
