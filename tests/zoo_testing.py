@@ -1,7 +1,45 @@
-"""Paths and commands the tests share (imported by name; pytest puts tests/ on sys.path)."""
+"""Paths and CLI helpers the tests share (imported by name; pytest puts tests/ on sys.path)."""
 
+from __future__ import annotations
+
+import json
+import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+
+
+def model_command(family: str, model_dir, *args: str) -> list[str]:
+    """`python -m models.<family> --model_dir=... ARGS`, as a user types it."""
+    return [PYTHON, "-m", f"models.{family}", f"--model_dir={model_dir}", *args]
+
+
+def run_model(
+    family: str, model_dir, *args: str, env: dict, timeout: int = 900
+) -> subprocess.CompletedProcess:
+    """Runs a model's CLI in a subprocess and captures its output."""
+    return subprocess.run(
+        model_command(family, model_dir, *args),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def latest_record(model_dir) -> dict:
+    """The newest JSON run record in model_dir/records."""
+    records = sorted((Path(model_dir) / "records").glob("*.json"))
+    assert records, f"no run record in {model_dir}"
+    return json.loads(records[-1].read_text())
+
+
+def checkpoint_files(model_dir) -> dict[str, bytes]:
+    """Every checkpoint file in model_dir with its contents."""
+    root = Path(model_dir)
+    if not root.exists():
+        return {}
+    names = ("ckpt", "checkpoint")
+    return {p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(names)}
