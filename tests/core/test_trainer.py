@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import gin
 import numpy as np
-import orbit
 import pytest
 import tensorflow as tf
+from family_checks import build_trainer, check_xla_train_step
 
 from models.core import gin_config
 from models.core.strategy import build_strategy
-from models.core.tasks.image_classification import ImageClassificationTask
-from models.core.trainer import Trainer
 from models.resnet import model  # noqa: F401 - registers resnet configurables
 
 # Cross-replica BN makes 4 replicas compute the same batch statistics as 1. ResNet-10 keeps
@@ -30,36 +28,19 @@ def _clean_gin():
     gin.clear_config()
 
 
-def _trainer(strategy, jit_compile=False, weights=None):
-    task = ImageClassificationTask(seed=0)
-    with strategy.scope():
-        models = task.build_models()
-        if weights is not None:
-            models["model"].set_weights(weights)
-        optimizers = task.build_optimizers(
-            models, {"steps_per_epoch": 20, "total_steps": 100, "global_batch_size": 64}
-        )
-        step = orbit.utils.create_global_step()
-    return Trainer(task, strategy, models, optimizers, step, 64, jit_compile=jit_compile)
-
-
 def _losses(trainer, steps):
     return [trainer.train(tf.constant(1))["loss"] for _ in range(steps)]
 
 
 def test_four_replicas_match_one_at_the_same_global_batch(digits_dir):
     gin_config.parse(["resnet/default.gin"], DETERMINISTIC_INPUT)
-    one = _trainer(build_strategy(slice_name="cpu-1"))
+    one = build_trainer(build_strategy(slice_name="cpu-1"))
     weights = one.models["model"].get_weights()
-    four = _trainer(build_strategy(slice_name="cpu-4"), weights=weights)
+    four = build_trainer(build_strategy(slice_name="cpu-4"), weights=weights)
     assert four.strategy.num_replicas_in_sync == 4
     # Step 1 checks the forward pass (cross-replica BN); step 2 checks the all-reduced update.
     np.testing.assert_allclose(_losses(four, 2), _losses(one, 2), rtol=1e-4)
 
 
 def test_default_recipe_train_step_compiles_with_xla(digits_dir):
-    gin_config.parse(["resnet/default.gin"], ["train.jit_compile = True"])
-    trainer = _trainer(build_strategy(slice_name="cpu-1"), jit_compile=True)
-    loss = _losses(trainer, 1)[0]
-    assert np.isfinite(loss)
-    assert int(trainer.global_step.numpy()) == 1
+    check_xla_train_step("resnet/default.gin")

@@ -1,0 +1,74 @@
+"""EfficientNet B0-B7: parameter counts against the paper, default recipe end to end, XLA,
+simulated 2-replica slice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tf_keras
+from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
+
+from models import registry
+from models.efficientnet import model  # noqa: F401 - registers efficientnet configurables
+
+# Tan & Le 2019, "EfficientNet: Rethinking Model Scaling for Convolutional Neural Networks",
+# arXiv 1905.11946, table 2 (#Params), with 1000 classes: (paper figure, printed precision).
+PAPER_PARAMS = {
+    "b0": (5.3e6, 0.1e6),
+    "b1": (7.8e6, 0.1e6),
+    "b2": (9.2e6, 0.1e6),
+    "b3": (12e6, 1e6),
+    "b4": (19e6, 1e6),
+    "b5": (30e6, 1e6),
+    "b6": (43e6, 1e6),
+    "b7": (66e6, 1e6),
+}
+# Trainable parameters (BN moving mean/variance excluded; the paper counts trainable ones).
+# These equal tf_keras.applications.EfficientNetB* (the tensorflow/tpu port) exactly, whose
+# totals are these plus BN moving statistics plus 7 for its input Normalization layer.
+MEASURED_PARAMS = {
+    "b0": 5_288_548,
+    "b1": 7_794_184,
+    "b2": 9_109_994,
+    "b3": 12_233_232,
+    "b4": 19_341_616,
+    "b5": 30_389_784,
+    "b6": 43_040_704,
+    "b7": 66_347_960,
+}
+# Building all eight takes over a minute on 2 shared cores; B5/B6 are checked only by
+# the README's table (same builder, same rule).
+CHECKED = ("b0", "b1", "b2", "b3", "b4", "b7")
+
+
+def _trainable(keras_model: tf_keras.Model) -> int:
+    return int(sum(np.prod(w.shape) for w in keras_model.trainable_weights))
+
+
+@pytest.mark.parametrize("variant", CHECKED)
+def test_parameter_count_matches_paper(variant):
+    keras_model = registry.create_model(f"efficientnet_{variant}", image_size=224)
+    count = _trainable(keras_model)
+    tf_keras.backend.clear_session()
+    paper, precision = PAPER_PARAMS[variant]
+    assert count == MEASURED_PARAMS[variant]
+    # Within 1% of the paper's figure, or within its printed rounding where that is wider
+    # (12M means 11.5M..12.5M): B3 +1.9%, B4 +1.8%, B5 +1.3% are inside their rounding.
+    assert abs(count - paper) <= max(0.01 * paper, precision / 2), (variant, count, paper)
+
+
+def test_registry_lists_all_variants():
+    assert registry.list_models("efficientnet") == [f"efficientnet_b{i}" for i in range(8)]
+    assert registry.list_recipes("efficientnet") == ["default", "efficientnet_b0_imagenet"]
+
+
+def test_default_recipe_train_step_compiles_with_xla(digits_dir):
+    check_xla_train_step("efficientnet/default.gin")
+
+
+def test_default_recipe_reaches_target(tmp_path, cli_env):
+    check_reaches_target("efficientnet", tmp_path, cli_env)
+
+
+def test_default_recipe_runs_on_simulated_two_replica_slice(tmp_path, cli_env):
+    check_runs_on_cpu2("efficientnet", tmp_path, cli_env)

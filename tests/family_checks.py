@@ -1,0 +1,59 @@
+"""Checks every image-classification family's default recipe must pass (issue: same spine)."""
+
+from __future__ import annotations
+
+import gin
+import numpy as np
+import orbit
+import tensorflow as tf
+from zoo_testing import latest_record, run_model
+
+from models.core import gin_config
+from models.core.strategy import build_strategy
+from models.core.tasks.image_classification import ImageClassificationTask
+from models.core.trainer import Trainer
+
+
+def build_trainer(strategy, jit_compile: bool = False, weights=None) -> Trainer:
+    """The parsed recipe's task, model and optimiser under `strategy`, batch 64."""
+    task = ImageClassificationTask(seed=0)
+    with strategy.scope():
+        models = task.build_models()
+        if weights is not None:
+            models["model"].set_weights(weights)
+        optimizers = task.build_optimizers(
+            models, {"steps_per_epoch": 20, "total_steps": 100, "global_batch_size": 64}
+        )
+        step = orbit.utils.create_global_step()
+    return Trainer(task, strategy, models, optimizers, step, 64, jit_compile=jit_compile)
+
+
+def check_xla_train_step(recipe: str) -> None:
+    """The recipe's train step compiles with jit_compile=True (static shapes) and runs."""
+    gin.clear_config()
+    try:
+        gin_config.parse([recipe], ["train.jit_compile = True"])
+        trainer = build_trainer(build_strategy(slice_name="cpu-1"), jit_compile=True)
+        loss = float(trainer.train(tf.constant(1))["loss"])
+    finally:
+        gin.clear_config()
+    assert np.isfinite(loss)
+    assert int(trainer.global_step.numpy()) == 1
+
+
+def check_reaches_target(family: str, model_dir, env: dict) -> None:
+    """`python -m models.<family> --model_dir=DIR` trains the default recipe to >= 97% top-1."""
+    result = run_model(family, model_dir, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = latest_record(model_dir)
+    assert record["status"] == "success"
+    assert record["final_metrics"]["top_1_accuracy"] >= 0.97
+    assert "time to accuracy" in result.stdout
+
+
+def check_runs_on_cpu2(family: str, model_dir, env: dict) -> None:
+    """One epoch of the default recipe on a simulated 2-replica slice."""
+    args = ("--slice=cpu-2", "--mode=train", "--gin_param=train.epochs = 1")
+    result = run_model(family, model_dir, *args, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert latest_record(model_dir)["replicas"] == 2
