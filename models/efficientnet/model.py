@@ -6,9 +6,10 @@ import functools
 
 import gin
 import tf_keras
-from official.vision.modeling import classification_model
 from official.vision.modeling.backbones import efficientnet as efficientnet_backbone
 
+from models.core.classifier import classifier
+from models.core.errors import UsageError
 from models.registry import register_model
 
 # Native resolution and head dropout of each variant (Tan & Le 2019; tensorflow/tpu
@@ -43,11 +44,14 @@ def efficientnet(
     dropout and a dense head that outputs logits. Weight decay is the recipe's
     `weight_decay.rate`, applied by core, not a regulariser."""
     if variant not in efficientnet_backbone.SCALING_MAP:
-        raise ValueError(f"efficientnet.variant='{variant}': use one of {', '.join(VARIANTS)}")
-    input_specs = tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3])
-    backbone = efficientnet_backbone.EfficientNet(
+        raise UsageError(f"efficientnet.variant='{variant}': use one of {', '.join(VARIANTS)}")
+    return classifier(
+        efficientnet_backbone.EfficientNet,
+        image_size,
+        num_classes,
+        dropout_rate,
+        kernel_initializer="random_uniform",
         model_id=variant,
-        input_specs=input_specs,
         se_ratio=se_ratio,
         stochastic_depth_drop_rate=drop_connect_rate,
         activation=activation,
@@ -55,13 +59,6 @@ def efficientnet(
         use_sync_bn=use_sync_bn,
         norm_momentum=norm_momentum,
         norm_epsilon=norm_epsilon,
-    )
-    return classification_model.ClassificationModel(
-        backbone,
-        num_classes=num_classes,
-        input_specs=input_specs,
-        dropout_rate=dropout_rate,
-        kernel_initializer="random_uniform",
     )
 
 

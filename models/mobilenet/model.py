@@ -6,9 +6,9 @@ import functools
 
 import gin
 import tf_keras
-from official.vision.modeling import classification_model
 from official.vision.modeling.backbones import mobilenet as mobilenet_backbone
 
+from models.core.classifier import classifier
 from models.core.errors import UsageError
 from models.registry import register_model
 
@@ -44,24 +44,19 @@ def mobilenet(
     recipe's `weight_decay.rate`, applied by core."""
     if version not in VERSIONS:
         raise UsageError(f"mobilenet.version='{version}': use one of {', '.join(VERSIONS)}")
-    input_specs = tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3])
-    backbone = mobilenet_backbone.MobileNet(
+    return classifier(
+        mobilenet_backbone.MobileNet,
+        image_size,
+        num_classes,
+        dropout_rate,
         model_id=VERSIONS[version][0],
         filter_size_scale=width_multiplier,
-        input_specs=input_specs,
         use_sync_bn=use_sync_bn,
         norm_momentum=norm_momentum,
         norm_epsilon=norm_epsilon,
         stochastic_depth_drop_rate=stochastic_depth_rate,
         output_stride=output_stride,
         finegrain_classification_mode=finegrain_classification_mode,
-    )
-    return classification_model.ClassificationModel(
-        backbone,
-        num_classes=num_classes,
-        input_specs=input_specs,
-        dropout_rate=dropout_rate,
-        kernel_initializer="random_normal",
     )
 
 

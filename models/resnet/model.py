@@ -6,9 +6,9 @@ import functools
 
 import gin
 import tf_keras
-from official.vision.modeling import classification_model
 from official.vision.modeling.backbones import resnet as resnet_backbone
 
+from models.core.classifier import classifier
 from models.registry import register_model
 
 DEPTHS = (18, 34, 50, 101, 152, 200)
@@ -29,23 +29,18 @@ def resnet(
 ) -> tf_keras.Model:
     """ResNet-`depth` v1.5 classifier: Model Garden backbone + global pool + dense head.
     Weight decay is the recipe's `weight_decay.rate`, applied by core, not a regulariser."""
-    input_specs = tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3])
-    backbone = resnet_backbone.ResNet(
+    return classifier(
+        resnet_backbone.ResNet,
+        image_size,
+        num_classes,
+        dropout_rate,
         model_id=depth,
-        input_specs=input_specs,
         depth_multiplier=width_multiplier,
         se_ratio=se_ratio,
         init_stochastic_depth_rate=init_stochastic_depth_rate,
         use_sync_bn=use_sync_bn,
         norm_momentum=norm_momentum,
         norm_epsilon=norm_epsilon,
-    )
-    return classification_model.ClassificationModel(
-        backbone,
-        num_classes=num_classes,
-        input_specs=input_specs,
-        dropout_rate=dropout_rate,
-        kernel_initializer="random_normal",
     )
 
 
