@@ -18,6 +18,7 @@ from benchmarks import throughput_measure as measure
 from benchmarks.throughput_ours import Recipe, configure, measure_ours
 from models.core.errors import UsageError
 from models.core.precision import POLICIES
+from models.core.records import describe_accelerator
 from models.core.strategy import build_strategy
 
 FLAGS = flags.FLAGS
@@ -52,7 +53,7 @@ def _header(recipe: Recipe, strategy: tf.distribute.Strategy) -> dict:
         "recipe": recipe.recipe,
         "global_batch_size": recipe.batch,
         "precision": recipe.precision,
-        "device": measure.describe_device(strategy),
+        "device": describe_accelerator(strategy),
         "replicas": strategy.num_replicas_in_sync,
         "warmup_steps": FLAGS.warmup_steps,
         "steps": FLAGS.steps,

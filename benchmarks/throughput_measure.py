@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import platform
 import time
 from collections.abc import Iterator
 
@@ -118,30 +116,3 @@ def rates(seconds: float, steps: int, batch: int) -> dict:
 def class_name(instance: object) -> str:
     """Module-qualified class name, e.g. tf_keras.src.optimizers.sgd.SGD."""
     return f"{type(instance).__module__}.{type(instance).__name__}"
-
-
-def describe_device(strategy: tf.distribute.Strategy) -> str:
-    """E.g. '1 x CPU (AMD EPYC, 2 cores)' or '1 x GPU (NVIDIA H200)'."""
-    devices = strategy.extended.worker_devices
-    kinds = sorted({tf.DeviceSpec.from_string(d).device_type or "CPU" for d in devices})
-    if kinds == ["GPU"]:
-        gpu = tf.config.list_physical_devices("GPU")[0]
-        details = tf.config.experimental.get_device_details(gpu)
-        name = details.get("device_name", "GPU")
-    elif kinds == ["CPU"]:
-        name = f"{_cpu_name()}, {os.cpu_count()} cores"
-    else:
-        name = "/".join(kinds)
-    return f"{len(devices)} x {'/'.join(kinds)} ({name})"
-
-
-def _cpu_name() -> str:
-    """The host CPU's model name from /proc/cpuinfo, else platform.processor()."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "CPU"

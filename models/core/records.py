@@ -64,10 +64,30 @@ def git_revision() -> str:
 
 
 def describe_accelerator(strategy: tf.distribute.Strategy) -> str:
-    """E.g. '4 x CPU' or '8 x TPU'."""
+    """E.g. '1 x CPU (AMD EPYC, 2 cores)' or '1 x GPU (NVIDIA H200)'."""
     devices = strategy.extended.worker_devices
     kinds = sorted({tf.DeviceSpec.from_string(d).device_type or "CPU" for d in devices})
-    return f"{len(devices)} x {'/'.join(kinds)}"
+    if kinds == ["GPU"]:
+        gpu = tf.config.list_physical_devices("GPU")[0]
+        details = tf.config.experimental.get_device_details(gpu)
+        name = details.get("device_name", "GPU")
+    elif kinds == ["CPU"]:
+        name = f"{_cpu_name()}, {os.cpu_count()} cores"
+    else:
+        name = "/".join(kinds)
+    return f"{len(devices)} x {'/'.join(kinds)} ({name})"
+
+
+def _cpu_name() -> str:
+    """The host CPU's model name from /proc/cpuinfo, else platform.processor()."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
 
 
 class _RewritingHandler(logging.Handler):
@@ -98,7 +118,7 @@ class RunRecorder:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
         directory = f"{model_dir.rstrip('/')}/{RECORDS_DIR}"
         self.record = RunRecord(**asdict(info), started_at=stamp)
-        self.record.host = f"{platform.node()} ({platform.processor() or platform.machine()}, "
+        self.record.host = f"{platform.node()} ({_cpu_name()}, "
         self.record.host += f"{os.cpu_count()} CPUs)"
         self.record.git_revision = git_revision()
         self.json_path = f"{directory}/{stamp}.json"
