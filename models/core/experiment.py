@@ -8,7 +8,8 @@ import orbit
 import tensorflow as tf
 
 from models.core import checkpoint as ckpt
-from models.core import gin_config
+from models.core import gin_config, optimization
+from models.core.ema import build_averages
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.profiler import Profiler
@@ -51,7 +52,7 @@ class Experiment:
         self.plan = StepPlan.make(
             settings, task.num_examples("train"), task.num_examples("validation")
         )
-        self.models, self.optimizers, self.global_step = self._build_models()
+        self.models, self.optimizers, self.global_step, self.averages = self._build_models()
         self.manager = ckpt.build_manager(
             options.model_dir,
             self.global_step,
@@ -59,6 +60,7 @@ class Experiment:
             settings.max_checkpoints_to_keep,
             **self.models,
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
+            **{f"average_{k}": v.averages for k, v in self.averages.items()},
         )
         self.trainer, self.evaluator = self._build_runners()
         self.recorder = self._build_recorder()
@@ -79,7 +81,7 @@ class Experiment:
             )
 
     def _build_models(self):
-        """Models, optimisers and the global step, under the strategy scope."""
+        """Models, optimisers, the global step and weight averages, under the strategy scope."""
         schedule_args = {
             "steps_per_epoch": self.plan.steps_per_epoch,
             "total_steps": self.plan.total_steps,
@@ -92,7 +94,8 @@ class Experiment:
             if not self.training:
                 for name, optimizer in optimizers.items():  # slots, so that restores match
                     optimizer.build(models[name].trainable_variables)
-        return models, optimizers, global_step
+            averages = build_averages(models, list(optimizers), optimization.ema_decay())
+        return models, optimizers, global_step, averages
 
     def _build_runners(self) -> tuple[Trainer | None, Evaluator | None]:
         task, strategy, settings, mode = self.task, self.strategy, self.settings, self.options.mode
@@ -107,10 +110,16 @@ class Experiment:
                 self.global_step,
                 settings.global_batch_size,
                 jit_compile=settings.jit_compile,
+                averages=self.averages,
             )
         if mode in ("eval", "train_and_eval", "continuous_eval"):
             evaluator = Evaluator(
-                task, strategy, self.models, eval_batch, jit_compile=settings.jit_compile
+                task,
+                strategy,
+                self.models,
+                eval_batch,
+                jit_compile=settings.jit_compile,
+                averages=self.averages,
             )
         return trainer, evaluator
 
@@ -171,6 +180,8 @@ class Experiment:
             )
             return {}
         self.manager.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
+        for average in self.averages.values():  # export what evaluation measures
+            average.swap(self.strategy)
         step = int(self.global_step.numpy())
         return {
             "export_dir": export_saved_model(self.task, self.models, self.options.model_dir, step)

@@ -9,7 +9,10 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from models.core.ema import WeightAverage
 from models.core.task import Models, Optimizers, Task
+
+Averages = dict[str, WeightAverage]
 
 
 def distributed_dataset(strategy, task: Task, split: str, global_batch_size: int):
@@ -39,9 +42,11 @@ class Trainer(orbit.StandardTrainer):
         global_batch_size: int,
         jit_compile: bool = False,
         use_tf_while_loop: bool = True,
+        averages: Averages | None = None,
     ):
         self.task, self.strategy = task, strategy
         self.models, self.optimizers = models, optimizers
+        self.averages = averages or {}
         self.global_step, self.global_batch_size = global_step, global_batch_size
         with strategy.scope():
             self.metrics = task.build_metrics(training=True)
@@ -58,6 +63,8 @@ class Trainer(orbit.StandardTrainer):
         logs = self.task.train_step(
             inputs, self.models, self.optimizers, self.metrics, self.global_batch_size
         )
+        for average in self.averages.values():
+            average.update(self.global_step)
         self.loss.update_state(logs["loss"])
         return logs["loss"]
 
@@ -83,7 +90,8 @@ class Trainer(orbit.StandardTrainer):
 
 
 class Evaluator(orbit.StandardEvaluator):
-    """Runs task.validation_step on every replica and aggregates outside the graph."""
+    """Runs task.validation_step on every replica and aggregates outside the graph; with
+    weight averages, evaluates the averages (swapped in for the eval, swapped back after)."""
 
     def __init__(
         self,
@@ -92,8 +100,10 @@ class Evaluator(orbit.StandardEvaluator):
         models: Models,
         global_batch_size: int,
         jit_compile: bool = False,
+        averages: Averages | None = None,
     ):
         self.task, self.strategy, self.models = task, strategy, models
+        self.averages = averages or {}
         with strategy.scope():
             self.metrics = task.build_metrics(training=False)
         step = self._replica_step
@@ -106,6 +116,8 @@ class Evaluator(orbit.StandardEvaluator):
     def eval_begin(self):
         for metric in self.metrics:
             metric.reset_states()
+        for average in self.averages.values():
+            average.swap(self.strategy)
         return None
 
     def eval_step(self, iterator):
@@ -123,6 +135,8 @@ class Evaluator(orbit.StandardEvaluator):
         return self.task.aggregate_logs(state, local)
 
     def eval_end(self, state=None) -> dict[str, float]:
+        for average in self.averages.values():
+            average.swap(self.strategy)
         logs = {m.name: float(m.result()) for m in self.metrics}
         logs.update(self.task.reduce_aggregated_logs(state))
         return logs

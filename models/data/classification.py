@@ -11,12 +11,14 @@ from collections.abc import Iterator, Sequence
 
 import gin
 import tensorflow as tf
+from official.vision.ops import augment
 
 from models.core.errors import UsageError, nearest
 from models.data import builtin as builtin_datasets
 
 SPLITS = ("train", "validation")
 AUGMENTATIONS = ("random_resized_crop", "none")
+AUGMENT_POLICIES = ("autoaugment", "randaugment")
 DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 INFO_FILE = "dataset_info.json"
 ENCODED = "image/encoded"
@@ -52,6 +54,30 @@ def _per_replica_batch(
         raise UsageError(
             f"global batch size {global_batch_size} is not divisible by "
             f"{input_context.num_replicas_in_sync} replicas"
+        ) from None
+
+
+def _augmenter(
+    policy: str | None, autoaugment_name: str, layers: int, magnitude: float
+) -> augment.ImageAugment | None:
+    """Model Garden's AutoAugment (Cubuk et al. 2019, policy `autoaugment_name`) or RandAugment
+    (Cubuk et al. 2020, N=layers, M=magnitude) for augment_policy, None when unset."""
+    if policy is None:
+        return None
+    _check_choice("augment_policy", policy, AUGMENT_POLICIES)
+    if policy == "randaugment":
+        if layers < 1 or not 0 <= magnitude <= 30:
+            raise UsageError(
+                "classification_input.randaugment_layers must be >= 1 and "
+                "randaugment_magnitude in [0, 30]"
+            )
+        return augment.RandAugment(num_layers=layers, magnitude=magnitude)
+    try:
+        return augment.AutoAugment(augmentation_name=autoaugment_name)
+    except ValueError:
+        raise UsageError(
+            f"classification_input.autoaugment_name='{autoaugment_name}' is not a Model Garden "
+            "AutoAugment policy (ImageNet: 'v0')"
         ) from None
 
 
@@ -92,6 +118,10 @@ class ClassificationInput:
         crop_area_range: Sequence[float] = (0.08, 1.0),
         aspect_ratio_range: Sequence[float] = (3 / 4, 4 / 3),
         random_flip: bool = True,
+        augment_policy: str | None = None,
+        autoaugment_name: str = "v0",
+        randaugment_layers: int = 2,
+        randaugment_magnitude: float = 10.0,
         eval_crop_fraction: float = 0.875,
         shuffle_buffer: int = 10000,
         cache: bool = False,
@@ -119,6 +149,9 @@ class ClassificationInput:
         self.crop_area_range = tuple(crop_area_range)
         self.aspect_ratio_range = tuple(aspect_ratio_range)
         self.random_flip = random_flip
+        self.augmenter = _augmenter(
+            augment_policy, autoaugment_name, randaugment_layers, randaugment_magnitude
+        )
         self.eval_crop_fraction = eval_crop_fraction
         self.shuffle_buffer = shuffle_buffer
         self.cache = cache
@@ -280,12 +313,12 @@ class ClassificationInput:
         image_bytes, label = self._parse(record)
         if self.augmentation == "none":
             image = self._resize(tf.io.decode_jpeg(image_bytes, channels=3))
-            return self._normalize(image), label
+            return self._normalize(self._policy(image)), label
         crop_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         image = self._random_crop(image_bytes, crop_seed)
         if self.random_flip:
             image = tf.image.stateless_random_flip_left_right(image, flip_seed)
-        return self._normalize(image), label
+        return self._normalize(self._policy(image)), label
 
     def _eval_example(self, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """One centre-cropped (image, label)."""
@@ -325,6 +358,13 @@ class ClassificationInput:
         """Bilinear resize to [image_size, image_size, 3] float32 on the 0..255 scale."""
         image = tf.image.resize(image, [self.image_size, self.image_size])
         return tf.ensure_shape(image, [self.image_size, self.image_size, 3])
+
+    def _policy(self, image: tf.Tensor) -> tf.Tensor:
+        """AutoAugment / RandAugment (Model Garden's ops, on 0..255 pixels) when configured."""
+        if self.augmenter is None:
+            return image
+        pixels = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
+        return tf.cast(self.augmenter.distort(pixels), tf.float32)
 
     def _normalize(self, image: tf.Tensor) -> tf.Tensor:
         """(x - mean_rgb) / stddev_rgb, cast to the configured dtype."""

@@ -1,6 +1,7 @@
-"""Gin-configurable Inception builders, registered as inception_v3 and inception_v3_small.
+"""Gin-configurable Inception builders: inception_v3, inception_v3_small and inception_v4.
 
 `version="v3"` is tf_keras.applications.InceptionV3 (weights=None: nothing downloaded).
+`version="v4"` is Inception-v4 (models/inception/inception_v4.py), written with this unit.
 `version="v3_small"` is a small Inception-v3-style network for tiny images (the built-in
 32x32 digits; InceptionV3 needs >= 75x75 and is too slow on 2 CPU cores there): the same
 conv-BN-ReLU unit and the same three block types (35x35 "A" block, grid reduction,
@@ -17,13 +18,15 @@ import tf_keras
 from models.core.errors import UsageError
 from models.registry import register_model
 
-VERSIONS = ("v3", "v3_small")
-MIN_IMAGE_SIZE = {"v3": 75, "v3_small": 16}  # InceptionV3 rejects inputs below 75x75
+VERSIONS = ("v3", "v3_small", "v4")
+# InceptionV3 rejects inputs below 75x75; v4's valid-padding stem and reductions need 75 too.
+MIN_IMAGE_SIZE = {"v3": 75, "v3_small": 16, "v4": 75}
 layers = tf_keras.layers
 
 
-def _conv_bn(x, filters: int, kernel: tuple[int, int], strides: int = 1, padding="same"):
-    """Inception-v3's unit (as in tf_keras.applications): conv without bias, BN, ReLU."""
+def conv_bn(x, filters: int, kernel: tuple[int, int], strides: int = 1, padding="same"):
+    """The family's unit (InceptionV3 in tf_keras.applications, TF-slim's Inception-v4): conv
+    without bias, BN without scale (epsilon 1e-3), ReLU."""
     x = layers.Conv2D(filters, kernel, strides=strides, padding=padding, use_bias=False)(x)
     x = layers.BatchNormalization(scale=False, epsilon=1e-3)(x)
     return layers.Activation("relu")(x)
@@ -31,39 +34,46 @@ def _conv_bn(x, filters: int, kernel: tuple[int, int], strides: int = 1, padding
 
 def _block_a(x, width: int):
     """35x35-style block: 1x1 | 1x1-5x5 | 1x1-3x3-3x3 | avgpool-1x1 (InceptionV3 mixed0-2)."""
-    b1 = _conv_bn(x, 2 * width, (1, 1))
-    b5 = _conv_bn(_conv_bn(x, 3 * width // 2, (1, 1)), 2 * width, (5, 5))
-    b3 = _conv_bn(_conv_bn(_conv_bn(x, 2 * width, (1, 1)), 3 * width, (3, 3)), 3 * width, (3, 3))
-    bp = _conv_bn(layers.AveragePooling2D(3, strides=1, padding="same")(x), width, (1, 1))
+    b1 = conv_bn(x, 2 * width, (1, 1))
+    b5 = conv_bn(conv_bn(x, 3 * width // 2, (1, 1)), 2 * width, (5, 5))
+    b3 = conv_bn(conv_bn(conv_bn(x, 2 * width, (1, 1)), 3 * width, (3, 3)), 3 * width, (3, 3))
+    bp = conv_bn(layers.AveragePooling2D(3, strides=1, padding="same")(x), width, (1, 1))
     return layers.Concatenate()([b1, b5, b3, bp])
 
 
 def _reduction(x, width: int):
     """Grid reduction: 3x3/2 | 1x1-3x3-3x3/2 | maxpool/2 (InceptionV3 mixed3)."""
-    b3 = _conv_bn(x, 6 * width, (3, 3), strides=2)
-    bd = _conv_bn(_conv_bn(x, 2 * width, (1, 1)), 3 * width, (3, 3))
-    bd = _conv_bn(bd, 3 * width, (3, 3), strides=2)
+    b3 = conv_bn(x, 6 * width, (3, 3), strides=2)
+    bd = conv_bn(conv_bn(x, 2 * width, (1, 1)), 3 * width, (3, 3))
+    bd = conv_bn(bd, 3 * width, (3, 3), strides=2)
     bp = layers.MaxPooling2D(3, strides=2, padding="same")(x)
     return layers.Concatenate()([b3, bd, bp])
 
 
 def _block_c(x, width: int, n: int = 7):
     """Factorised block: 1x1 | 1x1-1xn-nx1 | 1x1-nx1-1xn-nx1-1xn | avgpool-1x1 (mixed4-7)."""
-    b1 = _conv_bn(x, 6 * width, (1, 1))
-    b7 = _conv_bn(x, 4 * width, (1, 1))
-    b7 = _conv_bn(_conv_bn(b7, 4 * width, (1, n)), 6 * width, (n, 1))
-    bd = _conv_bn(x, 4 * width, (1, 1))
+    b1 = conv_bn(x, 6 * width, (1, 1))
+    b7 = conv_bn(x, 4 * width, (1, 1))
+    b7 = conv_bn(conv_bn(b7, 4 * width, (1, n)), 6 * width, (n, 1))
+    bd = conv_bn(x, 4 * width, (1, 1))
     for kernel in ((n, 1), (1, n), (n, 1)):
-        bd = _conv_bn(bd, 4 * width, kernel)
-    bd = _conv_bn(bd, 6 * width, (1, n))
-    bp = _conv_bn(layers.AveragePooling2D(3, strides=1, padding="same")(x), 6 * width, (1, 1))
+        bd = conv_bn(bd, 4 * width, kernel)
+    bd = conv_bn(bd, 6 * width, (1, n))
+    bp = conv_bn(layers.AveragePooling2D(3, strides=1, padding="same")(x), 6 * width, (1, 1))
     return layers.Concatenate()([b1, b7, bd, bp])
+
+
+def _v4(inputs):
+    """Inception-v4's feature map (imported here: inception_v4.py imports this module's unit)."""
+    from models.inception.inception_v4 import inception_v4_features
+
+    return inception_v4_features(inputs)
 
 
 def _small(inputs, width_multiplier: float):
     width = max(4, int(round(32 * width_multiplier)))
-    x = _conv_bn(inputs, width, (3, 3))
-    x = _conv_bn(x, 2 * width, (3, 3), strides=2)  # the stem halves the grid, as in v3
+    x = conv_bn(inputs, width, (3, 3))
+    x = conv_bn(x, 2 * width, (3, 3), strides=2)  # the stem halves the grid, as in v3
     x = _block_a(_block_a(x, width), width)
     x = _reduction(x, width)
     return _block_c(x, width, n=5)
@@ -84,7 +94,9 @@ def inception(
     `dropout_rate` 0 it is the applications model with its own top (classifier_activation
     None); otherwise the same top with dropout before the dense layer (the slim/TPU reference
     keeps 0.8 of activations, i.e. 0.2). No auxiliary classifier: tf_keras.applications has
-    none. `width_multiplier` applies to v3_small only (the applications model fixes widths).
+    none. v4: Inception-v4 (42,711,400 parameters at 1000 classes, BN moving statistics
+    included), the same pool + dropout + dense head, no auxiliary classifier either.
+    `width_multiplier` applies to v3_small only (v3 and v4 have the papers' fixed widths).
     `norm_momentum` sets every BatchNormalization's moving-average momentum (tf_keras: 0.99,
     TPU reference: 0.996). Weight decay is the recipe's `weight_decay.rate`, applied by core.
     Cross-replica BN (`use_sync_bn`) is not supported: the applications model fixes its
@@ -97,7 +109,7 @@ def inception(
             f"inception.version='{version}' needs images of at least {MIN_IMAGE_SIZE[version]}"
             f"x{MIN_IMAGE_SIZE[version]}; set classification_input.image_size accordingly"
         )
-    if version == "v3" and width_multiplier != 1.0:
+    if version != "v3_small" and width_multiplier != 1.0:
         raise UsageError("inception.width_multiplier applies to version='v3_small' only")
     shape = (image_size, image_size, 3)
     if version == "v3" and not dropout_rate:
@@ -116,7 +128,9 @@ def inception(
             inputs, x = base.input, base.output
         else:
             inputs = layers.Input(shape)
-            x = layers.GlobalAveragePooling2D(name="avg_pool")(_small(inputs, width_multiplier))
+            x = layers.GlobalAveragePooling2D(name="avg_pool")(
+                _v4(inputs) if version == "v4" else _small(inputs, width_multiplier)
+            )
         if dropout_rate:
             x = layers.Dropout(dropout_rate, name="dropout")(x)
         logits = layers.Dense(num_classes, name="predictions")(x)
@@ -129,6 +143,9 @@ def inception(
 
 register_model("inception_v3", family="inception", description="Inception-v3")(
     functools.partial(inception, version="v3")
+)
+register_model("inception_v4", family="inception", description="Inception-v4")(
+    functools.partial(inception, version="v4")
 )
 register_model(
     "inception_v3_small", family="inception", description="small Inception-v3-style net"

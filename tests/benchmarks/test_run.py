@@ -46,4 +46,5 @@ def test_tpu_slice_without_tpu_is_one_line_exit_2(tmp_path, cli_env):
 
 def test_unknown_recipe_lists_the_known_ones(tmp_path, cli_env):
     result = _harness("--recipe=nope", f"--out={tmp_path}", env=cli_env)
-    assert result.returncode == 2 and "default, resnet50_imagenet" in result.stderr
+    assert result.returncode == 2
+    assert "default, resnet50_imagenet, resnet50_imagenet_lars" in result.stderr

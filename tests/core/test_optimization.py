@@ -6,6 +6,7 @@ import tf_keras
 from official.modeling.optimization import lars
 
 from models.core import gin_config, optimization
+from models.core.errors import UsageError
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +31,8 @@ def test_linear_scaling_and_warmup():
     assert _lr(schedule, 999) < 0.01  # cosine to ~0
 
 
-def test_lars_slice_recipe_builds_lars_with_unscaled_peak():
-    gin_config.parse(["slices/v3-128.gin"], [])
+def test_lars_recipe_builds_lars_with_unscaled_peak():
+    gin_config.parse(["resnet/resnet50_imagenet_lars.gin", "slices/v3-128.gin"], [])
     schedule = optimization.learning_rate(
         steps_per_epoch=10, total_steps=100, global_batch_size=16384
     )
@@ -49,3 +50,30 @@ def test_l2_penalty_skips_batch_norm_and_decoupled_optimisers():
     # Only the 3x2 kernel decays: 0.5 * (6 * 1^2) / 2 = 1.5; bias and BN do not.
     assert float(optimization.l2_penalty(sgd, layer.trainable_variables)) == pytest.approx(1.5)
     assert float(optimization.l2_penalty(lars.LARS(0.1), layer.trainable_variables)) == 0.0
+
+
+def test_exponential_decay_counts_from_step_zero_after_linear_warmup():
+    gin.parse_config(
+        [
+            "learning_rate.base_lr = 0.016",
+            "learning_rate.warmup_epochs = 5",
+            'learning_rate.decay = "exponential"',
+            "learning_rate.decay_epochs = 2.4",
+            "learning_rate.decay_factor = 0.97",
+        ]
+    )
+    schedule = optimization.learning_rate(
+        steps_per_epoch=10, total_steps=3500, global_batch_size=512
+    )
+    peak = 0.016 * 512 / 256
+    # The warmup ramps to the decayed value at its end (two 2.4-epoch drops by epoch 5).
+    assert _lr(schedule, 25) == pytest.approx(0.5 * peak * 0.97**2, rel=1e-5)
+    for epoch in (5, 24, 349):
+        assert _lr(schedule, epoch * 10) == pytest.approx(peak * 0.97 ** int(epoch / 2.4), rel=1e-5)
+
+
+@pytest.mark.parametrize("decay", [1.0, -0.1])
+def test_ema_decay_out_of_range_is_a_usage_error(decay):
+    gin.parse_config([f"optimizer.ema_decay = {decay}"])
+    with pytest.raises(UsageError, match="optimizer.ema_decay"):
+        optimization.build_optimizer(0.1)

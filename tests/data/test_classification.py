@@ -76,6 +76,21 @@ def test_bfloat16_without_augmentation(digits_dir: str) -> None:
     assert labels.dtype == tf.int32
 
 
+@pytest.mark.parametrize(
+    "policy", [{"augment_policy": "autoaugment"}, {"augment_policy": "randaugment"}]
+)
+def test_augment_policy_changes_train_images_only(digits_dir: str, policy: dict) -> None:
+    plain, augmented = make_input(augmentation="none"), make_input(augmentation="none", **policy)
+    images, labels = next(iter(plain.dataset("train", 64, seed=0)))
+    changed, same_labels = next(iter(augmented.dataset("train", 64, seed=0)))
+    assert changed.shape == images.shape and changed.dtype == images.dtype
+    np.testing.assert_array_equal(same_labels, labels)
+    differs = np.any(np.abs(changed.numpy() - images.numpy()) > 1e-3, axis=(1, 2, 3))
+    assert differs.mean() > 0.2  # most draws change pixels (identity-like ops exist)
+    eval_plain = next(iter(plain.dataset("validation", 64)))[0]
+    np.testing.assert_array_equal(next(iter(augmented.dataset("validation", 64)))[0], eval_plain)
+
+
 def test_seeded_training_is_reproducible(digits_dir: str) -> None:
     data = make_input(digits_dir)
     first = [b for b in data.dataset("train", 16, seed=7).take(2)]
@@ -175,7 +190,13 @@ def test_empty_data_dir(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"augmentation": "autoaugment"}, "augmentation"), ({"dtype": "float16"}, "dtype")],
+    [
+        ({"augmentation": "autoaugment"}, "augmentation"),
+        ({"dtype": "float16"}, "dtype"),
+        ({"augment_policy": "randaugmnet"}, "did you mean 'randaugment'"),
+        ({"augment_policy": "autoaugment", "autoaugment_name": "v9"}, "autoaugment_name"),
+        ({"augment_policy": "randaugment", "randaugment_magnitude": 40}, "magnitude"),
+    ],
 )
 def test_bad_options(kwargs: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):

@@ -37,7 +37,7 @@ def test_imagenet_inception_v3_matches_published_parameter_count(dropout_rate):
 
 def test_builder_rejects_unknown_version_and_too_small_images():
     with pytest.raises(UsageError, match="v3_small"):
-        models.create_model("inception_v3", version="v4")
+        models.create_model("inception_v3", version="v2")
     with pytest.raises(UsageError, match="75"):
         models.create_model("inception_v3", num_classes=10, image_size=32)
 

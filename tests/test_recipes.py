@@ -1,0 +1,72 @@
+"""Every gin recipe under configs/ parses, builds its schedule and optimiser, and composes with
+the slice files: a slice file after the recipe changes the global batch and nothing else."""
+
+from __future__ import annotations
+
+import gin
+import pytest
+
+from models import registry
+from models.core import gin_config, optimization
+from models.core.settings import TrainSettings
+from models.core.tasks.image_classification import ImageClassificationTask
+
+registry.list_models()  # imports every family, so that recipes' @builders resolve
+RECIPES = sorted(
+    f"{p.parent.name}/{p.name}"
+    for p in registry.CONFIGS_DIR.glob("*/*.gin")
+    if p.parent.name != "slices"
+)
+IMAGENET = [r for r in RECIPES if "imagenet" in r]
+TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    gin.clear_config()
+    yield
+    gin.clear_config()
+
+
+def _resolved(files: list[str]) -> tuple[set[str], int]:
+    """(bindings other than the batch, global batch) of the parsed files, after building the
+    recipe's schedule and optimiser."""
+    gin.clear_config()
+    gin_config.parse(files, [])
+    settings = TrainSettings()
+    schedule = optimization.learning_rate(
+        steps_per_epoch=100, total_steps=100 * 50, global_batch_size=settings.global_batch_size
+    )
+    optimization.build_optimizer(schedule)
+    bindings = {
+        line
+        for line in gin.config_str().splitlines()
+        if " = " in line and not line.startswith("train.global_batch_size")
+    }
+    return bindings, settings.global_batch_size
+
+
+def test_every_family_has_a_default_and_an_imagenet_recipe():
+    families = {r.split("/")[0] for r in RECIPES}
+    assert {"resnet", "mobilenet", "efficientnet", "inception"} <= families
+    for family in families:
+        assert f"{family}/default.gin" in RECIPES
+        assert any(r.startswith(f"{family}/") for r in IMAGENET), family
+
+
+@pytest.mark.parametrize("recipe", IMAGENET)
+def test_imagenet_recipe_composes_with_slice_files(recipe):
+    alone, _ = _resolved([recipe])
+    for slice_file, batch in (("slices/v3-32.gin", 4096), ("slices/v3-128.gin", 16384)):
+        assert _resolved([recipe, slice_file]) == (alone, batch)
+        assert _resolved([slice_file, recipe])[0] == alone  # the recipe's batch wins
+    task = ImageClassificationTask()
+    assert task.input.num_classes == 1000 and task.input.label_offset == 1
+    assert TrainSettings().target_metric == "top_1_accuracy"
+
+
+@pytest.mark.parametrize("slice_file", TPU_SLICES)
+def test_tpu_slice_files_set_only_the_batch(slice_file):
+    gin_config.parse([f"slices/{slice_file}"], [])
+    bindings = [line for line in gin.config_str().splitlines() if " = " in line]
+    assert len(bindings) == 1 and bindings[0].startswith("train.global_batch_size = ")
