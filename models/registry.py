@@ -38,12 +38,15 @@ def register_model(name: str, family: str, description: str = "") -> Callable:
 
 
 def _load_all() -> None:
-    """Imports every model family's model.py so that its variants register."""
+    """Imports every model family's model.py (and task.py, where the family has its own task)
+    so that its variants and gin configurables register."""
     import models
 
     for info in pkgutil.iter_modules(models.__path__):
         if info.ispkg and info.name not in _NOT_MODELS:
             importlib.import_module(f"models.{info.name}.model")
+            if (Path(models.__path__[0]) / info.name / "task.py").exists():
+                importlib.import_module(f"models.{info.name}.task")
 
 
 def list_models(family: str | None = None) -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,3 +45,22 @@ def checkpoint_files(model_dir) -> dict[str, bytes]:
         return {}
     names = ("ckpt", "checkpoint")
     return {p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(names)}
+
+
+def latest_step(model_dir) -> int:
+    """Step of the latest checkpoint in model_dir (0 when there is none)."""
+    import tensorflow as tf
+
+    path = tf.train.latest_checkpoint(str(model_dir))
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def wait_for(predicate: Callable[[], bool], process: subprocess.Popen, timeout: float = 600):
+    """Polls predicate until true; fails if the process exits first or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        time.sleep(0.2)
+    raise AssertionError("timed out")

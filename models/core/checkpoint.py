@@ -66,3 +66,25 @@ class PreemptionWatcher:
             if step > 0:
                 self.manager.save(checkpoint_number=step, check_interval=False)
             raise Preempted(step)
+
+
+class ClusterPreemption:
+    """orbit train action for multi-worker runs: TensorFlow's PreemptionCheckpointHandler.
+
+    A SIGTERM on any worker makes every worker save at the same step (the handler agrees on
+    it through the coordination service); then the run stops as a Preempted one (exit 143).
+    Create it under the strategy scope, after restoring the chief's latest checkpoint."""
+
+    def __init__(self, strategy, manager: tf.train.CheckpointManager, global_step: tf.Variable):
+        self.global_step = global_step
+        config = tf.distribute.experimental.TerminationConfig(exit_fn=self._stop)
+        self.handler = tf.distribute.experimental.PreemptionCheckpointHandler(
+            strategy.cluster_resolver, manager, termination_config=config
+        )
+
+    def _stop(self) -> None:
+        raise Preempted(int(self.global_step.numpy()))
+
+    def __call__(self, output: dict | None = None) -> None:
+        step = int(self.global_step.numpy())
+        self.handler.save_checkpoint_if_preempted(checkpoint_number=step, check_interval=False)

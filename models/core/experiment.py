@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
 
 import orbit
@@ -9,6 +11,7 @@ import tensorflow as tf
 
 from models.core import checkpoint as ckpt
 from models.core import gin_config, optimization
+from models.core.cluster import is_chief, is_multi_worker
 from models.core.ema import build_averages
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
@@ -31,12 +34,7 @@ class RunOptions:
     precision: str
     seed: int
     profile_steps: str | None = None
-
-
-def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    resolver = getattr(strategy, "cluster_resolver", None)
-    task_type = getattr(resolver, "task_type", None)
-    return task_type in (None, "chief") or (task_type == "worker" and resolver.task_id == 0)
+    tf_data_service: str | None = None
 
 
 class Experiment:
@@ -53,22 +51,35 @@ class Experiment:
             settings, task.num_examples("train"), task.num_examples("validation")
         )
         self.models, self.optimizers, self.global_step, self.averages = self._build_models()
+        # Non-chief workers must write their (collective) saves somewhere else: a temp dir.
+        self.checkpoint_dir = options.model_dir if self.chief else tempfile.mkdtemp("-zoo-worker")
         self.manager = ckpt.build_manager(
-            options.model_dir,
+            self.checkpoint_dir,
             self.global_step,
             self.plan.checkpoint_interval,
-            settings.max_checkpoints_to_keep,
+            settings.max_checkpoints_to_keep if self.chief else 1,
             **self.models,
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
             **{f"average_{k}": v.averages for k, v in self.averages.items()},
         )
         self.trainer, self.evaluator = self._build_runners()
         self.recorder = self._build_recorder()
-        self.preemption = ckpt.PreemptionWatcher(self.manager, self.global_step)
+        self.preemption = self._build_preemption()
         self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
         self.controller = self._build_controller() if self.trainer or self.evaluator else None
         self._wrote_config = False
         self._check_target_metric()
+
+    def _build_preemption(self):
+        """SIGTERM handling: TensorFlow's PreemptionCheckpointHandler across workers (every
+        worker first restores the chief's latest checkpoint), our own watcher elsewhere."""
+        if not is_multi_worker(self.strategy):
+            return ckpt.PreemptionWatcher(self.manager, self.global_step)
+        latest = tf.train.latest_checkpoint(self.options.model_dir)
+        if latest:
+            self.manager.checkpoint.restore(latest)
+        with self.strategy.scope():
+            return ckpt.ClusterPreemption(self.strategy, self.manager, self.global_step)
 
     def _check_target_metric(self) -> None:
         """A target on a metric the evaluation does not compute fails before any training."""
@@ -111,6 +122,7 @@ class Experiment:
                 settings.global_batch_size,
                 jit_compile=settings.jit_compile,
                 averages=self.averages,
+                data_service=self.options.tf_data_service,
             )
         if mode in ("eval", "train_and_eval", "continuous_eval"):
             evaluator = Evaluator(
@@ -165,8 +177,15 @@ class Experiment:
             self._wrote_config = True
 
     def run(self) -> dict:
-        mode = self.options.mode
-        if mode in ("eval", "export") and self.manager.latest_checkpoint is None:
+        try:
+            return self._run()
+        finally:
+            if not self.chief:
+                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+    def _run(self) -> dict:
+        mode, latest = self.options.mode, tf.train.latest_checkpoint(self.options.model_dir)
+        if mode in ("eval", "export") and latest is None:
             raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
         if mode == "train":
             return self._train(evaluate=False)
@@ -179,13 +198,12 @@ class Experiment:
                 self.plan.eval_steps, timeout=self.settings.continuous_eval_timeout_s
             )
             return {}
-        self.manager.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
+        self.manager.checkpoint.restore(latest).expect_partial()
         for average in self.averages.values():  # export what evaluation measures
             average.swap(self.strategy)
         step = int(self.global_step.numpy())
-        return {
-            "export_dir": export_saved_model(self.task, self.models, self.options.model_dir, step)
-        }
+        export_root = self.options.model_dir if self.chief else self.checkpoint_dir
+        return {"export_dir": export_saved_model(self.task, self.models, export_root, step)}
 
     def _evaluate(self) -> dict:
         metrics = self.controller.evaluate(self.plan.eval_steps)

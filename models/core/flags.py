@@ -42,3 +42,18 @@ def _define() -> None:
     flags.DEFINE_string(
         "recipe", None, "Recipe name recorded in run records (default: the gin file names)."
     )
+    flags.DEFINE_list(
+        "worker_hosts",
+        None,
+        "Multi-worker cluster HOST:PORT,HOST:PORT,... (writes TF_CONFIG; worker 0 is the chief).",
+    )
+    flags.DEFINE_integer("task_index", None, "This process's index in --worker_hosts.")
+    flags.DEFINE_float(
+        "cluster_timeout_s", 300.0, "Fail when the other workers are not up within this time."
+    )
+    flags.DEFINE_string(
+        "tf_data_service",
+        None,
+        "grpc://HOST:PORT of a tf.data service dispatcher that runs the training input pipeline "
+        "(python -m models.data.service starts one).",
+    )

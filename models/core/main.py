@@ -12,6 +12,7 @@ from absl import flags, logging
 
 from models.core import checkpoint as ckpt
 from models.core import gin_config
+from models.core.cluster import write_tf_config
 from models.core.errors import UsageError, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
@@ -27,6 +28,31 @@ def _recipe_name(gin_files: list[str]) -> str:
     return "+".join(Path(f).stem for f in gin_files) or "default"
 
 
+def _cluster_from_flags() -> None:
+    """--worker_hosts/--task_index, when given, become this process's TF_CONFIG."""
+    if FLAGS.worker_hosts is None and FLAGS.task_index is None:
+        return
+    if not FLAGS.worker_hosts or FLAGS.task_index is None:
+        raise UsageError("--worker_hosts and --task_index go together")
+    if not 0 <= FLAGS.task_index < len(FLAGS.worker_hosts):
+        raise UsageError(
+            f"--task_index={FLAGS.task_index} is not in --worker_hosts "
+            f"({len(FLAGS.worker_hosts)} hosts)"
+        )
+    write_tf_config(FLAGS.worker_hosts, FLAGS.task_index)
+
+
+def _data_service_address(address: str | None) -> str | None:
+    """grpc://HOST:PORT (or HOST:PORT) of a tf.data service dispatcher, checked for form."""
+    if address is None:
+        return None
+    host_port = address.removeprefix("grpc://")
+    host, _, port = host_port.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--tf_data_service={address}: expected grpc://HOST:PORT")
+    return f"grpc://{host_port}"
+
+
 def run_from_flags(task_factory: Callable[..., Task], family: str, default_recipe: str):
     """Flags -> gin -> strategy -> task -> Experiment.run(); returns the run's results."""
     if not FLAGS.model_dir:
@@ -35,7 +61,8 @@ def run_from_flags(task_factory: Callable[..., Task], family: str, default_recip
         raise UsageError("--data_dir is empty")
     files = FLAGS.gin_file or [default_recipe]
     gin_config.parse(files, FLAGS.gin_param + FLAGS.gin_bindings, family=family)
-    strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice)
+    _cluster_from_flags()
+    strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice, FLAGS.cluster_timeout_s)
     check_slice_matches(FLAGS.slice, strategy)
     set_precision(FLAGS.precision)
     tf_keras.utils.set_random_seed(FLAGS.seed)
@@ -58,6 +85,7 @@ def run_from_flags(task_factory: Callable[..., Task], family: str, default_recip
         precision=FLAGS.precision,
         seed=FLAGS.seed,
         profile_steps=FLAGS.profile_steps,
+        tf_data_service=_data_service_address(FLAGS.tf_data_service),
     )
     return Experiment(task, strategy, settings, options).run()
 
@@ -94,6 +122,14 @@ def main(task_factory: Callable[..., Task], family: str, default_recipe: str) ->
             sys.exit(143)
         except ckpt.TrainingAborted as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
+            sys.exit(1)
+        except (tf.errors.UnavailableError, tf.errors.AbortedError) as error:
+            first = (error.message or type(error).__name__).strip().splitlines()[0]
+            print(
+                f"error: a worker of the cluster failed or is unreachable: {first}",
+                file=sys.stderr,
+                flush=True,
+            )
             sys.exit(1)
 
     run_app(_main)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from models.core.cluster import multi_worker_strategy
 from models.core.errors import UsageError
 
 _DEVICE_SLICE = re.compile(r"^(cpu|gpu)-(\d+)$")
@@ -93,21 +93,14 @@ def tpu_strategy(tpu: str) -> tf.distribute.Strategy:
     return tf.distribute.TPUStrategy(resolver)
 
 
-def _multi_worker() -> tf.distribute.Strategy:
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        raise UsageError("--strategy=multi_worker needs the cluster in the TF_CONFIG variable")
-    try:
-        json.loads(raw)["cluster"]["worker"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"TF_CONFIG is malformed: {error}") from None
-    return tf.distribute.MultiWorkerMirroredStrategy()
-
-
 def build_strategy(
-    tpu: str | None = None, strategy: str | None = None, slice_name: str | None = None
+    tpu: str | None = None,
+    strategy: str | None = None,
+    slice_name: str | None = None,
+    cluster_timeout_s: float = 300.0,
 ) -> tf.distribute.Strategy:
-    """The strategy the flags ask for; default: one device (the first GPU, else the CPU)."""
+    """The strategy the flags ask for; default: multi-worker when TF_CONFIG names a cluster,
+    else one device (the first GPU, else the CPU)."""
     if tpu or strategy == "tpu":
         return tpu_strategy(tpu or "local")
     if slice_name:
@@ -115,8 +108,8 @@ def build_strategy(
         if kind == "tpu":
             raise UsageError(f"--slice={slice_name} is a TPU slice: pass --tpu as well")
         return _cpu_slice(count) if kind == "cpu" else _gpu_slice(count)
-    if strategy == "multi_worker":
-        return _multi_worker()
+    if strategy == "multi_worker" or (strategy is None and os.environ.get("TF_CONFIG")):
+        return multi_worker_strategy(cluster_timeout_s)
     if strategy == "mirrored":
         return tf.distribute.MirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")

@@ -15,11 +15,22 @@ from models.core.task import Models, Optimizers, Task
 Averages = dict[str, WeightAverage]
 
 
-def distributed_dataset(strategy, task: Task, split: str, global_batch_size: int):
-    """One dataset per input pipeline, sharded by tf.distribute.InputContext."""
-    return strategy.distribute_datasets_from_function(
-        lambda context: task.build_inputs(split, global_batch_size, context)
-    )
+def distributed_dataset(
+    strategy, task: Task, split: str, global_batch_size: int, data_service: str | None = None
+):
+    """One dataset per input pipeline, sharded by tf.distribute.InputContext; with a tf.data
+    service, each pipeline runs on the service's workers in "distributed_epoch" mode (the
+    service hands out the pipeline's files dynamically: each record once per pass)."""
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        dataset = task.build_inputs(split, global_batch_size, context)
+        if data_service is None:
+            return dataset
+        return dataset.apply(
+            tf.data.experimental.service.distribute("distributed_epoch", service=data_service)
+        )
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
 
 
 def _current_lr(optimizer: tf_keras.optimizers.Optimizer) -> float:
@@ -43,6 +54,7 @@ class Trainer(orbit.StandardTrainer):
         jit_compile: bool = False,
         use_tf_while_loop: bool = True,
         averages: Averages | None = None,
+        data_service: str | None = None,
     ):
         self.task, self.strategy = task, strategy
         self.models, self.optimizers = models, optimizers
@@ -55,7 +67,7 @@ class Trainer(orbit.StandardTrainer):
         self._loop_start = time.perf_counter()
         self._loop_step = 0
         super().__init__(
-            distributed_dataset(strategy, task, "train", global_batch_size),
+            distributed_dataset(strategy, task, "train", global_batch_size, data_service),
             options=orbit.StandardTrainerOptions(use_tf_while_loop=use_tf_while_loop),
         )
 

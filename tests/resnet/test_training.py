@@ -6,13 +6,11 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-import tensorflow as tf
 from cli import latest_record, resnet_command, run_resnet
-from zoo_testing import PYTHON, REPO
+from zoo_testing import PYTHON, REPO, latest_step, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -70,28 +68,13 @@ print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == la
     assert "first True" in out.stdout
 
 
-def _latest_step(model_dir) -> int:
-    path = tf.train.latest_checkpoint(str(model_dir))
-    return int(path.rsplit("-", 1)[1]) if path else 0
-
-
-def _wait_for(predicate, process, timeout=600):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        assert process.poll() is None, process.communicate()[1][-3000:]
-        time.sleep(0.2)
-    raise AssertionError("timed out")
-
-
 def test_sigkill_then_rerun_resumes_and_reaches_target(tmp_path, cli_env):
     command = resnet_command(tmp_path)
     process = subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _wait_for(lambda: _latest_step(tmp_path) > 0, process)
+    wait_for(lambda: latest_step(tmp_path) > 0, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    saved = _latest_step(tmp_path)
+    saved = latest_step(tmp_path)
     rerun = subprocess.run(command, env=cli_env, capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     resumed = int(re.search(r"resumed from checkpoint at step (\d+)", rerun.stdout).group(1))
@@ -105,11 +88,11 @@ def test_sigterm_writes_checkpoint_before_exit(tmp_path, cli_env):
     process = subprocess.Popen(
         command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    _wait_for(lambda: (tmp_path / "operative_config.gin").exists(), process)
-    assert _latest_step(tmp_path) == 0  # interval saves are off: only SIGTERM can save
+    wait_for(lambda: (tmp_path / "operative_config.gin").exists(), process)
+    assert latest_step(tmp_path) == 0  # interval saves are off: only SIGTERM can save
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 143, stderr[-3000:]
     step = int(re.search(r"checkpoint saved at step (\d+)", stdout).group(1))
-    assert step > 0 and _latest_step(tmp_path) == step
+    assert step > 0 and latest_step(tmp_path) == step
     assert latest_record(tmp_path)["status"] == "aborted"

@@ -64,13 +64,18 @@ class ImageClassificationTask(Task):
             one_hot, logits, from_logits=True, label_smoothing=self.label_smoothing
         )
 
+    def per_example_loss(self, model, optimizer, images, labels) -> tuple[tf.Tensor, tf.Tensor]:
+        """(logits, training loss of each example): softmax cross-entropy. Families with extra
+        heads (auxiliary logits) override this, not the step."""
+        logits = tf.cast(model(images, training=True), tf.float32)
+        return logits, self._per_example_loss(labels, logits)
+
     def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
         images, labels = inputs
         model, optimizer = models["model"], optimizers["model"]
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
-            logits = tf.cast(model(images, training=True), tf.float32)
-            per_example = self._per_example_loss(labels, logits)
+            logits, per_example = self.per_example_loss(model, optimizer, images, labels)
             loss = tf.reduce_sum(per_example) / global_batch_size
             penalty = optimization.l2_penalty(optimizer, model.trainable_variables)
             loss += (penalty + tf.add_n(model.losses or [0.0])) / replicas
