@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,31 +29,10 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from models.core.errors import UsageError
+from models.core.ports import check_port_free, free_ports
 
 POLL_S = 0.05
 _PRINT_LOCK = threading.Lock()
-
-
-def check_port_free(port: int) -> None:
-    """Raises UsageError `port P is already in use` if a server could not bind it now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "in use"
-        try:
-            probe.bind(("", port))
-        except OSError as error:
-            raise UsageError(f"port {port} is already in use") from error
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports the OS reports free (all held open at once, then released)."""
-    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def tf_config(ports: Sequence[int], index: int) -> str:

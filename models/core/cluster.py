@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import tensorflow as tf
 
 from models.core.errors import UsageError
+from models.core.ports import check_port_free
 
 ROLES = ("chief", "worker")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", socket.gethostname()}
@@ -84,17 +85,8 @@ def parse_tf_config(raw: str | None) -> Cluster:
 def check_own_port(cluster: Cluster) -> None:
     """This worker's port must be free on this host (else gRPC fails late and obscurely)."""
     host, _, port = cluster.address.rpartition(":")
-    if host not in _LOCAL_HOSTS:
-        return
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        probe.bind(("", int(port)))
-    except OSError:
-        raise UsageError(
-            f"port {port} of {cluster.role} {cluster.index} ({cluster.address}) is already in use"
-        ) from None
-    finally:
-        probe.close()
+    if host in _LOCAL_HOSTS:
+        check_port_free(int(port), f"{cluster.role} {cluster.index} ({cluster.address})")
 
 
 # Runs in a helper process: TensorFlow holds the GIL while it waits for the other workers, so no

@@ -23,7 +23,7 @@ import signal
 import threading
 
 from models.core.errors import UsageError
-from models.launch import check_port_free
+from models.core.ports import check_port_free
 
 
 def start_local_service(port: int, workers: int = 2) -> tuple[str, list]:

@@ -11,6 +11,7 @@ import pytest
 from zoo_testing import run_model
 
 from models.core.cluster import Cluster, check_own_port, parse_tf_config
+from models.core.ports import free_ports
 
 
 def _tf_config(workers: list[str], index: int = 0) -> str:
@@ -67,12 +68,7 @@ def test_cli_malformed_tf_config_and_flags(tmp_path, cli_env):
 
 
 def test_worker_that_never_comes_up_fails_within_the_timeout(tmp_path, cli_env):
-    ports = []
-    for _ in range(2):
-        with socket.socket() as probe:
-            probe.bind(("", 0))
-            ports.append(probe.getsockname()[1])
-    hosts = ",".join(f"localhost:{p}" for p in ports)
+    hosts = ",".join(f"localhost:{p}" for p in free_ports(2))
     start = time.monotonic()
     result = run_model(
         "resnet",

@@ -1,0 +1,30 @@
+"""Loopback ports for local clusters and services (no TensorFlow import: checks fail fast)."""
+
+from __future__ import annotations
+
+import socket
+
+from models.core.errors import UsageError
+
+
+def check_port_free(port: int, owner: str = "") -> None:
+    """UsageError `port P [of OWNER] is already in use` if a server could not bind it now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "in use"
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            of = f" of {owner}" if owner else ""
+            raise UsageError(f"port {port}{of} is already in use") from error
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports the OS reports free (all held open at once, then released)."""
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
