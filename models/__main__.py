@@ -16,10 +16,15 @@ def run(argv: list[str] | None = None) -> int:
     if not args.list:
         parser.print_help()
         return 0
-    for name in _list_models():
+    names = _list_models()
+    width = max(map(len, names), default=0)
+    families = {name: model_entry(name).family for name in names}
+    family_width = max(map(len, families.values()), default=0)
+    for name in names:
         entry = model_entry(name)
         recipes = ", ".join(list_recipes(entry.family)) or "-"
-        print(f"{name:<16} {entry.family:<12} recipes: {recipes}  {entry.description}")
+        columns = f"{name:<{width}}  {entry.family:<{family_width}}"
+        print(f"{columns}  {entry.description}; recipes: {recipes}")
     return 0
 
 

@@ -48,7 +48,7 @@ def _resolved(files: list[str]) -> tuple[set[str], int]:
 
 def test_every_family_has_a_default_and_an_imagenet_recipe():
     families = {r.split("/")[0] for r in RECIPES}
-    assert {"resnet", "mobilenet", "efficientnet", "inception"} <= families
+    assert {"amoebanet", "efficientnet", "inception", "mnasnet", "mobilenet", "resnet"} <= families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
         assert any(r.startswith(f"{family}/") for r in IMAGENET), family

@@ -9,7 +9,6 @@ import orbit
 import pytest
 import tensorflow as tf
 import tf_keras
-from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
 
 from models import registry
 from models.amoebanet.model import AmoebaNet, ScheduledDropPath
@@ -153,15 +152,3 @@ def test_task_trains_aux_head_and_ramps_drop_path(digits_dir):
     Trainer(task, strategy, models, optimizers, step, 64).train(tf.constant(2))
     assert not np.allclose(aux_kernel.numpy(), before)  # the auxiliary loss reaches its head
     assert float(model.drop_path_progress.numpy()) == pytest.approx(1 / 100)  # step 1 of 100
-
-
-def test_default_recipe_train_step_compiles_with_xla(digits_dir):
-    check_xla_train_step("amoebanet/default.gin")
-
-
-def test_default_recipe_reaches_target(tmp_path, cli_env):
-    check_reaches_target("amoebanet", tmp_path, cli_env)
-
-
-def test_default_recipe_runs_on_simulated_two_replica_slice(tmp_path, cli_env):
-    check_runs_on_cpu2("amoebanet", tmp_path, cli_env)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tf_keras
-from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
 
 from models import registry
 from models.efficientnet import model  # noqa: F401 - registers efficientnet configurables
@@ -60,15 +59,3 @@ def test_parameter_count_matches_paper(variant):
 def test_registry_lists_all_variants():
     assert registry.list_models("efficientnet") == [f"efficientnet_b{i}" for i in range(8)]
     assert registry.list_recipes("efficientnet") == ["default", "efficientnet_b0_imagenet"]
-
-
-def test_default_recipe_train_step_compiles_with_xla(digits_dir):
-    check_xla_train_step("efficientnet/default.gin")
-
-
-def test_default_recipe_reaches_target(tmp_path, cli_env):
-    check_reaches_target("efficientnet", tmp_path, cli_env)
-
-
-def test_default_recipe_runs_on_simulated_two_replica_slice(tmp_path, cli_env):
-    check_runs_on_cpu2("efficientnet", tmp_path, cli_env)

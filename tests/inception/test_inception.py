@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gin
 import pytest
-from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
 
 import models
 from models.core import gin_config, optimization
@@ -59,15 +58,3 @@ def test_imagenet_recipe_is_the_tpu_reference_schedule():
     task = ImageClassificationTask()
     assert task.label_smoothing == 0.1 and task.input.image_size == 299
     assert task.input.mean_rgb == task.input.stddev_rgb == (127.5, 127.5, 127.5)
-
-
-def test_default_recipe_train_step_compiles_with_xla(digits_dir):
-    check_xla_train_step("inception/default.gin")
-
-
-def test_default_recipe_reaches_target(tmp_path, cli_env):
-    check_reaches_target("inception", tmp_path, cli_env)
-
-
-def test_default_recipe_runs_on_simulated_two_replica_slice(tmp_path, cli_env):
-    check_runs_on_cpu2("inception", tmp_path, cli_env)

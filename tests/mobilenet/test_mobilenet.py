@@ -6,7 +6,6 @@ from __future__ import annotations
 import gin
 import numpy as np
 import pytest
-from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
 
 from models import registry
 from models.core import gin_config, optimization
@@ -82,18 +81,6 @@ def test_v2_weights_match_tf_slim_release():
     without_batch_norm = _count("mobilenet_v2", with_batch_norm=False)
     assert without_batch_norm == 3_470_760
     assert without_batch_norm == pytest.approx(TF_SLIM_V2_WITHOUT_BN, rel=0.01)
-
-
-def test_default_recipe_train_step_compiles_with_xla(digits_dir):
-    check_xla_train_step("mobilenet/default.gin")
-
-
-def test_default_recipe_reaches_target(tmp_path, cli_env):
-    check_reaches_target("mobilenet", tmp_path, cli_env)
-
-
-def test_default_recipe_runs_on_simulated_two_replica_slice(tmp_path, cli_env):
-    check_runs_on_cpu2("mobilenet", tmp_path, cli_env)
 
 
 def test_imagenet_recipes_follow_their_references():

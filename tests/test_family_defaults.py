@@ -1,0 +1,32 @@
+"""What every image-classification family's default recipe must do (issue: same spine): reach
+97% top-1 on the built-in digits through its CLI, compile its train step with XLA, and run on
+a simulated 2-replica slice. ResNet has fuller versions of these in tests/resnet and
+tests/core/test_trainer.py."""
+
+from __future__ import annotations
+
+import pytest
+from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
+
+from models import registry
+
+FAMILIES = sorted({registry.model_entry(n).family for n in registry.list_models()} - {"resnet"})
+
+
+def test_every_family_is_checked():
+    assert {"amoebanet", "efficientnet", "inception", "mnasnet", "mobilenet"} <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_recipe_train_step_compiles_with_xla(family, digits_dir):
+    check_xla_train_step(f"{family}/default.gin")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_recipe_reaches_target(family, tmp_path, cli_env):
+    check_reaches_target(family, tmp_path, cli_env)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_recipe_runs_on_simulated_two_replica_slice(family, tmp_path, cli_env):
+    check_runs_on_cpu2(family, tmp_path, cli_env)
