@@ -67,6 +67,17 @@ def test_cli_malformed_tf_config_and_flags(tmp_path, cli_env):
     assert not list(tmp_path.glob("ckpt-*"))
 
 
+def test_cli_busy_worker_port(tmp_path, cli_env):
+    with socket.socket() as busy:
+        busy.bind(("", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = dict(cli_env, TF_CONFIG=_tf_config([f"localhost:{port}", "localhost:1"]))
+        result = run_model("resnet", tmp_path, env=env)
+    _one_line_exit_2(result)
+    assert f"port {port} of worker 0 (localhost:{port}) is already in use" in result.stderr
+
+
 def test_worker_that_never_comes_up_fails_within_the_timeout(tmp_path, cli_env):
     hosts = ",".join(f"localhost:{p}" for p in free_ports(2))
     start = time.monotonic()

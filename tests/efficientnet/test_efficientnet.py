@@ -44,16 +44,35 @@ def _trainable(keras_model: tf_keras.Model) -> int:
     return int(sum(np.prod(w.shape) for w in keras_model.trainable_weights))
 
 
+# The paper prints two digits from B3 on; these canonical networks are 1.3-1.9% above them
+# (B3 12.23M vs 12M, B4 19.34M vs 19M, B5 30.39M vs 30M), so the 1% check fails for them.
+OUTSIDE_1_PERCENT = {"b3", "b4", "b5"}
+
+
+@pytest.fixture(scope="module")
+def counts() -> dict[str, int]:
+    built = {}
+    for variant in CHECKED:
+        built_model = registry.create_model(f"efficientnet_{variant}", image_size=224)
+        built[variant] = _trainable(built_model)
+        tf_keras.backend.clear_session()
+    return built
+
+
 @pytest.mark.parametrize("variant", CHECKED)
-def test_parameter_count_matches_paper(variant):
-    keras_model = registry.create_model(f"efficientnet_{variant}", image_size=224)
-    count = _trainable(keras_model)
-    tf_keras.backend.clear_session()
-    paper, precision = PAPER_PARAMS[variant]
-    assert count == MEASURED_PARAMS[variant]
-    # Within 1% of the paper's figure, or within its printed rounding where that is wider
-    # (12M means 11.5M..12.5M): B3 +1.9%, B4 +1.8%, B5 +1.3% are inside their rounding.
-    assert abs(count - paper) <= max(0.01 * paper, precision / 2), (variant, count, paper)
+def test_parameter_count_matches_the_reference_port(variant, counts):
+    assert counts[variant] == MEASURED_PARAMS[variant]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param(v, marks=pytest.mark.xfail(strict=True)) if v in OUTSIDE_1_PERCENT else v
+        for v in CHECKED
+    ],
+)
+def test_parameter_count_within_1_percent_of_paper(variant, counts):
+    assert counts[variant] == pytest.approx(PAPER_PARAMS[variant][0], rel=0.01)
 
 
 def test_registry_lists_all_variants():

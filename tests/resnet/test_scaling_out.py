@@ -23,7 +23,8 @@ ACCURACY_TOLERANCE = 0.03
 
 def _launch(model_dir, *args: str) -> list[str]:
     """`python -m models.launch --workers=2 -- python -m models.resnet ...` as a user types it."""
-    return [PYTHON, "-m", "models.launch", "--workers=2", "--", *resnet_command(model_dir, *args)]
+    worker = resnet_command(model_dir, "--strategy=multi_worker", *args)
+    return [PYTHON, "-m", "models.launch", "--workers=2", "--", *worker]
 
 
 def _children(pid: int) -> list[int]:
