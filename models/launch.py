@@ -41,8 +41,14 @@ def tf_config(ports: Sequence[int], index: int) -> str:
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
 
 
+PREEMPTED_EXIT_CODE = 143  # models.core.main: SIGTERM -> checkpoint -> exit 143
+
+
 def describe_exit(code: int) -> str:
-    """`code 3`, or `code -9 (SIGKILL)` for a worker killed by a signal."""
+    """`code 3`, `code -9 (SIGKILL)` for a worker killed by a signal, or `code 143 (...)` for
+    the trainer's preemption exit."""
+    if code == PREEMPTED_EXIT_CODE:
+        return f"code {code} (SIGTERM: checkpoint saved; rerun the same command to resume)"
     if code < 0:
         try:
             return f"code {code} ({signal.Signals(-code).name})"

@@ -11,6 +11,8 @@ import time
 import pytest
 from zoo_testing import PYTHON
 
+from models.launch import describe_exit
+
 # Every worker snippet starts by reading its own index from TF_CONFIG.
 PRELUDE = (
     "import json, os, signal, sys, time\ni = json.loads(os.environ['TF_CONFIG'])['task']['index']\n"
@@ -149,3 +151,9 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("", 0))
         return probe.getsockname()[1]
+
+
+def test_exit_descriptions_name_signals_and_preemption():
+    assert describe_exit(3) == "code 3"
+    assert describe_exit(-9) == "code -9 (SIGKILL)"
+    assert "checkpoint saved" in describe_exit(143)
