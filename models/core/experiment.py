@@ -187,6 +187,8 @@ class Experiment:
         mode, latest = self.options.mode, tf.train.latest_checkpoint(self.options.model_dir)
         if mode in ("eval", "export") and latest is None:
             raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
+        if mode == "continuous_eval" and is_multi_worker(self.strategy):
+            raise UsageError("--mode=continuous_eval runs as one process beside the training job")
         if mode == "train":
             return self._train(evaluate=False)
         if mode == "train_and_eval":
