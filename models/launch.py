@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from models.core.errors import UsageError
+from models.core.errors import PREEMPTED_EXIT_CODE, UsageError
 from models.core.ports import check_port_free, free_ports
 
 POLL_S = 0.05
@@ -39,9 +39,6 @@ def tf_config(ports: Sequence[int], index: int) -> str:
     """The TF_CONFIG JSON of worker `index` in a loopback cluster on `ports`."""
     cluster = {"worker": [f"localhost:{port}" for port in ports]}
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-
-
-PREEMPTED_EXIT_CODE = 143  # models.core.main: SIGTERM -> checkpoint -> exit 143
 
 
 def describe_exit(code: int) -> str:

@@ -72,11 +72,11 @@ def parse_tf_config(raw: str | None) -> Cluster:
     if unknown or not jobs.get("worker") and not jobs.get("chief"):
         raise UsageError(f"TF_CONFIG cluster must list chief/worker hosts, got {sorted(jobs)}")
     for hosts in jobs.values():
-        problems = [
-            e for e in map(_address_error, hosts if isinstance(hosts, list) else [hosts]) if e
-        ]
-        if problems or not isinstance(hosts, list):
-            raise UsageError(f"TF_CONFIG is malformed: {problems[0] if problems else hosts}")
+        if not isinstance(hosts, list):
+            raise UsageError(f"TF_CONFIG is malformed: {hosts}")
+        problem = next(filter(None, map(_address_error, hosts)), None)
+        if problem:
+            raise UsageError(f"TF_CONFIG is malformed: {problem}")
     if role not in jobs or not isinstance(index, int) or not 0 <= index < len(jobs[role]):
         raise UsageError(f"TF_CONFIG task {role}:{index} is not in the cluster {jobs}")
     return Cluster(jobs, role, index)

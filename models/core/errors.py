@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import NoReturn
 
 USAGE_EXIT_CODE = 2
+PREEMPTED_EXIT_CODE = 143  # SIGTERM: checkpoint saved, rerun to resume (128 + 15)
 
 
 class UsageError(Exception):

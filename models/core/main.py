@@ -13,7 +13,7 @@ from absl import flags, logging
 from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.cluster import write_tf_config
-from models.core.errors import UsageError, run_app
+from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.precision import set_precision
@@ -119,7 +119,7 @@ def main(task_factory: Callable[..., Task], family: str, default_recipe: str) ->
             _report(run_from_flags(task_factory, family, default_recipe) or {})
         except ckpt.Preempted as stop:
             print(f"SIGTERM: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
-            sys.exit(143)
+            sys.exit(PREEMPTED_EXIT_CODE)
         except ckpt.TrainingAborted as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(1)
