@@ -5,8 +5,9 @@ et al. 2019, arXiv 1802.01548, appendix), as the Cloud TPU reference builds it (
 models/official/amoeba_net: model_specs.py, network_utils.py, model_builder.py): a stem, then
 `num_cells` normal cells in three stacks with a reduction cell (stride 2, twice the filters)
 before the second and the third, then ReLU, global average pool, dropout and dense logits.
-Training extras live in `AmoebaNetTask` (task.py): the auxiliary head's loss (weight 0.4) and
-the drop-path schedule (the drop rate rises linearly from 0 to 1 - keep probability).
+The shared image-classification task trains the auxiliary head (`aux_loss_weight`, 0.4);
+`AmoebaNetTask` (task.py) adds the drop-path schedule (the drop rate rises linearly from 0 to
+1 - keep probability).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
 from models.registry import register_model
 
@@ -204,10 +206,9 @@ def _stem(f: _Layers, x, stem_type: str, stem_filters: int, filters: int) -> lis
     return outputs
 
 
-class AmoebaNet(tf_keras.Model):
-    """Returns logits; `logits_and_aux` also returns the auxiliary head's (None without one),
-    from a second functional view of the same layers, so eval and export never compute it.
-    `drop_path_progress` scales every drop-path rate (1.0: the full 1 - keep probability)."""
+class AmoebaNet(AuxiliaryLogits):
+    """AuxiliaryLogits with `drop_path_progress`, the variable that scales every drop-path rate
+    (1.0: the full 1 - keep probability; `AmoebaNetTask` ramps it over training)."""
 
     def __init__(
         self,
@@ -216,23 +217,8 @@ class AmoebaNet(tf_keras.Model):
         aux_network: tf_keras.Model | None = None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.network, self.aux_network = network, aux_network
+        super().__init__(network, aux_network, **kwargs)
         self.drop_path_progress = drop_path_progress
-        self.has_aux_head = aux_network is not None
-
-    def logits_and_aux(self, images, training=None) -> tuple[tf.Tensor, tf.Tensor | None]:
-        if self.aux_network is None:
-            return self.network(images, training=training), None
-        logits, aux = self.aux_network(images, training=training)
-        return logits, aux
-
-    def call(self, images, training=None):
-        return self.network(images, training=training)
-
-    def get_config(self) -> dict:
-        """Name only: the model is rebuilt from its gin configuration, not from a config."""
-        return {"name": self.name}
 
 
 def _check(num_cells: int, filters: int, stem_type: str, keep: float, dropout: float) -> None:
@@ -277,8 +263,9 @@ def amoebanet(
     "basic" (one 3x3 conv, for small images). drop_path_keep_prob: the final keep probability
     of every non-identity branch (1.0 disables drop path; `AmoebaNetTask` ramps the rate up
     over training). dropout_rate: before the logits (keep 0.5 in the reference).
-    use_aux_head: auxiliary classifier after the last cell of the second stack, trained by
-    `AmoebaNetTask`, ignored at eval; its widths are 128 and 768 x aux_scaling.
+    use_aux_head: auxiliary classifier after the last cell of the second stack, trained with
+    `ImageClassificationTask.aux_loss_weight`, ignored at eval and export; its widths are 128
+    and 768 x aux_scaling.
     """
     _check(num_cells, filters, stem_type, drop_path_keep_prob, dropout_rate)
     progress = tf.Variable(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import NoReturn
 
 USAGE_EXIT_CODE = 2
 PREEMPTED_EXIT_CODE = 143  # SIGTERM: checkpoint saved, rerun to resume (128 + 15)
+# gin appends "In call to configurable 'x' (<function x at 0x...>)" to errors raised inside one.
+GIN_CALL_CONTEXT = re.compile(r"\s*In call to configurable '[^']*' \(<[^>]*>\)")
 
 
 class UsageError(Exception):
@@ -23,7 +26,7 @@ def nearest(name: str, candidates: Iterable[str]) -> str:
 
 def fail(message: str) -> NoReturn:
     """Prints one line and exits with the usage exit code."""
-    line = " ".join(str(message).split())
+    line = " ".join(GIN_CALL_CONTEXT.sub("", str(message)).split())
     print(f"error: {line}", file=sys.stderr, flush=True)
     sys.exit(USAGE_EXIT_CODE)
 

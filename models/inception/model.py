@@ -15,12 +15,14 @@ import functools
 import gin
 import tf_keras
 
+from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
 from models.registry import register_model
 
 VERSIONS = ("v3", "v3_small", "v4")
 # InceptionV3 rejects inputs below 75x75; v4's valid-padding stem and reductions need 75 too.
 MIN_IMAGE_SIZE = {"v3": 75, "v3_small": 16, "v4": 75}
+AUX_SOURCE = {"v3": "mixed7", "v4": "mixed_6h"}  # the 17x17 grid TF-slim's AuxLogits reads
 layers = tf_keras.layers
 
 
@@ -79,6 +81,42 @@ def _small(inputs, width_multiplier: float):
     return _block_c(x, width, n=5)
 
 
+def _network(version: str, shape, num_classes: int, dropout_rate: float, width: float):
+    """The inference network: features, global average pool, dropout, dense logits."""
+    if version == "v3" and not dropout_rate:
+        return tf_keras.applications.InceptionV3(
+            include_top=True,
+            weights=None,
+            input_shape=shape,
+            classes=num_classes,
+            classifier_activation=None,
+        )
+    if version == "v3":
+        base = tf_keras.applications.InceptionV3(
+            include_top=False, weights=None, input_shape=shape, pooling="avg"
+        )
+        inputs, x = base.input, base.output
+    else:
+        inputs = layers.Input(shape)
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(
+            _v4(inputs) if version == "v4" else _small(inputs, width)
+        )
+    if dropout_rate:
+        x = layers.Dropout(dropout_rate, name="dropout")(x)
+    logits = layers.Dense(num_classes, name="predictions")(x)
+    return tf_keras.Model(inputs, logits, name=f"inception_{version}")
+
+
+def _aux_logits(x, num_classes: int):
+    """TF-slim's AuxLogits: 5x5/3 average pool (smaller on small grids), 1x1 conv of 128, a
+    conv of 768 over the whole remaining grid, dense logits."""
+    pool = min(5, x.shape[1])
+    x = layers.AveragePooling2D(pool, strides=3, padding="valid", name="aux_pool")(x)
+    x = conv_bn(x, 128, (1, 1))
+    x = conv_bn(x, 768, tuple(x.shape[1:3]), padding="valid")
+    return layers.Dense(num_classes, name="aux_logits")(layers.Flatten()(x))
+
+
 @gin.configurable
 def inception(
     num_classes: int = 1000,
@@ -87,21 +125,43 @@ def inception(
     dropout_rate: float = 0.2,
     norm_momentum: float = 0.99,
     width_multiplier: float = 1.0,
+    use_aux_head: bool = False,
 ) -> tf_keras.Model:
     """Inception classifier returning logits, global-average-pool + dropout + dense head.
 
     v3: tf_keras.applications.InceptionV3 (23,851,784 parameters at 1000 classes). With
     `dropout_rate` 0 it is the applications model with its own top (classifier_activation
     None); otherwise the same top with dropout before the dense layer (the slim/TPU reference
-    keeps 0.8 of activations, i.e. 0.2). No auxiliary classifier: tf_keras.applications has
-    none. v4: Inception-v4 (42,711,400 parameters at 1000 classes, BN moving statistics
-    included), the same pool + dropout + dense head, no auxiliary classifier either.
+    keeps 0.8 of activations, i.e. 0.2). v4: Inception-v4 (42,711,400 parameters at 1000
+    classes, BN moving statistics included), the same pool + dropout + dense head.
+    `use_aux_head` (v3, v4) adds TF-slim's auxiliary classifier on the 17x17 grid (v3 after
+    mixed7, v4 after mixed_6h), trained with `ImageClassificationTask.aux_loss_weight` as the
+    TPU reference does and never run at eval or export (core.auxiliary.AuxiliaryLogits).
     `width_multiplier` applies to v3_small only (v3 and v4 have the papers' fixed widths).
     `norm_momentum` sets every BatchNormalization's moving-average momentum (tf_keras: 0.99,
     TPU reference: 0.996). Weight decay is the recipe's `weight_decay.rate`, applied by core.
     Cross-replica BN (`use_sync_bn`) is not supported: the applications model fixes its
     BatchNormalization layers.
     """
+    _check(version, image_size, width_multiplier, use_aux_head)
+    shape = (image_size, image_size, 3)
+    network = _network(version, shape, num_classes, dropout_rate, width_multiplier)
+    training_view = network
+    if use_aux_head:
+        aux = _aux_logits(network.get_layer(AUX_SOURCE[version]).output, num_classes)
+        training_view = tf_keras.Model(network.input, [network.output, aux])
+    for layer in training_view.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            layer.momentum = norm_momentum
+    if not use_aux_head:
+        return network
+    model = AuxiliaryLogits(network, training_view, name=network.name)
+    model.build((None, *shape))
+    return model
+
+
+def _check(version: str, image_size: int, width_multiplier: float, use_aux_head: bool) -> None:
+    """One UsageError for the first bad setting."""
     if version not in VERSIONS:
         raise UsageError(f"inception.version='{version}': use {', '.join(VERSIONS)}")
     if image_size < MIN_IMAGE_SIZE[version]:
@@ -111,34 +171,8 @@ def inception(
         )
     if version != "v3_small" and width_multiplier != 1.0:
         raise UsageError("inception.width_multiplier applies to version='v3_small' only")
-    shape = (image_size, image_size, 3)
-    if version == "v3" and not dropout_rate:
-        model = tf_keras.applications.InceptionV3(
-            include_top=True,
-            weights=None,
-            input_shape=shape,
-            classes=num_classes,
-            classifier_activation=None,
-        )
-    else:
-        if version == "v3":
-            base = tf_keras.applications.InceptionV3(
-                include_top=False, weights=None, input_shape=shape, pooling="avg"
-            )
-            inputs, x = base.input, base.output
-        else:
-            inputs = layers.Input(shape)
-            x = layers.GlobalAveragePooling2D(name="avg_pool")(
-                _v4(inputs) if version == "v4" else _small(inputs, width_multiplier)
-            )
-        if dropout_rate:
-            x = layers.Dropout(dropout_rate, name="dropout")(x)
-        logits = layers.Dense(num_classes, name="predictions")(x)
-        model = tf_keras.Model(inputs, logits, name=f"inception_{version}")
-    for layer in model.layers:
-        if isinstance(layer, layers.BatchNormalization):
-            layer.momentum = norm_momentum
-    return model
+    if use_aux_head and version not in AUX_SOURCE:
+        raise UsageError(f"inception.use_aux_head applies to {' and '.join(AUX_SOURCE)} only")
 
 
 register_model("inception_v3", family="inception", description="Inception-v3")(

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tf_keras
 from zoo_testing import run_model
 
-from models.core.ema import WeightAverage
+from models.core.ema import WeightAverage, batch_norm_statistics
 from models.core.strategy import build_strategy
 
 
@@ -38,7 +38,33 @@ def test_update_follows_tf1_rule_on_every_replica():
     expected = [0.9 * a + 0.1 * (w + 1) for a, w in zip(expected_first, start, strict=True)]
     for variable, want in zip(average.averages, expected, strict=True):
         for replica_value in variable.values:
-            np.testing.assert_allclose(replica_value.numpy(), want, rtol=1e-6)
+            np.testing.assert_allclose(replica_value.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_bn_statistics_are_averaged_per_replica_and_swapped_in_as_their_mean():
+    # TF1's references average trainable_variables() + moving_average_variables().
+    strategy = build_strategy(slice_name="cpu-2")
+    with strategy.scope():
+        model = tf_keras.Sequential(
+            [tf_keras.Input((3,)), tf_keras.layers.Dense(2), tf_keras.layers.BatchNormalization()]
+        )
+        average = WeightAverage(model, decay=0.9)
+    bn = model.layers[-1]
+    assert batch_norm_statistics(model) == [bn.moving_mean, bn.moving_variance]
+    assert len(average.averages) == len(model.trainable_variables) + 2
+
+    def replica_stats():  # replica r's statistics: r + 1 (BN statistics differ per replica)
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        bn.moving_mean.assign(tf.fill([2], tf.cast(replica, tf.float32) + 1.0))
+
+    strategy.run(tf.function(replica_stats))
+    _replica_update(strategy, average, step=1000)  # decay 0.9 from the initial 0
+    mean_average = average.averages[len(model.trainable_variables)]
+    for replica, value in enumerate(mean_average.values):
+        np.testing.assert_allclose(value.numpy(), [0.1 * (replica + 1)] * 2, rtol=1e-5)
+    average.swap(strategy)
+    for value in bn.moving_mean.values:  # every replica evaluates the replicas' mean average
+        np.testing.assert_allclose(value.numpy(), [0.15, 0.15], rtol=1e-5)
 
 
 def test_swap_twice_restores_training_weights():
@@ -67,12 +93,17 @@ def _head_kernels(model_dir) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The logits layer's kernel: raw and averaged in the checkpoint, and as exported."""
     checkpoint = tf.train.latest_checkpoint(str(model_dir))
     value = "/.ATTRIBUTES/VARIABLE_VALUE"
-    averages = [n for n, _ in tf.train.list_variables(checkpoint) if n.startswith("average_")]
-    head = f"average_model/{len(averages) - 2}{value}"  # trainable order ends kernel, bias
+    raw = tf.train.load_variable(checkpoint, f"model/layer_with_weights-1/kernel{value}")
+    heads = [  # the only average shaped (features, classes)
+        n
+        for n, shape in tf.train.list_variables(checkpoint)
+        if n.startswith("average_model/") and shape == list(raw.shape)
+    ]
+    assert len(heads) == 1, heads
     export = next((model_dir / "export").iterdir()) / "variables" / "variables"
     return (
-        tf.train.load_variable(checkpoint, f"model/layer_with_weights-1/kernel{value}"),
-        tf.train.load_variable(checkpoint, head),
+        raw,
+        tf.train.load_variable(checkpoint, heads[0]),
         tf.train.load_variable(str(export), f"models/model/layer_with_weights-1/kernel{value}"),
     )
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gin
+import numpy as np
 import pytest
+from tf_keras.layers import BatchNormalization
 
 import models
 from models.core import gin_config, optimization
@@ -12,9 +14,9 @@ from models.core.tasks.image_classification import ImageClassificationTask
 from models.inception import model  # noqa: F401 - registers the inception configurables
 
 # Keras Applications table: InceptionV3, 23,851,784 parameters (1000 classes, 299x299, no
-# auxiliary classifier). Szegedy et al. 2015 (arXiv 1512.00567) quote ~25M for Inception-v3,
-# which counts the auxiliary classifier; tf_keras.applications has no auxiliary head, so the
-# architecture built here is asserted against the Keras number.
+# auxiliary classifier). Szegedy et al. 2015 (arXiv 1512.00567) quote ~25M for Inception-v3
+# without a counting convention; the inference network built here is asserted against the
+# Keras number, and with the auxiliary head against torchvision's count below.
 PUBLISHED_PARAMS_NO_AUX = 23_851_784
 
 
@@ -34,11 +36,36 @@ def test_imagenet_inception_v3_matches_published_parameter_count(dropout_rate):
     assert net.layers[-1].get_config()["activation"] == "linear"  # logits
 
 
+# torchvision's Inception_V3_Weights.IMAGENET1K_V1 card: 27,161,264 parameters for
+# inception_v3, which includes TF-slim's AuxLogits head (kernels, dense, BN gamma and beta).
+TORCHVISION_PARAMS_WITH_AUX = 27_161_264
+
+
+def test_auxiliary_head_is_tf_slims_and_leaves_the_inference_network_unchanged():
+    net = models.create_model("inception_v3", num_classes=1000, use_aux_head=True)
+    assert net.network.count_params() == PUBLISHED_PARAMS_NO_AUX  # what eval and export run
+    assert net.aux_network.output_shape == [(None, 1000), (None, 1000)]
+    trainable = sum(int(np.prod(w.shape)) for w in net.aux_network.trainable_weights)
+    bn = [layer for layer in net.aux_network.layers if isinstance(layer, BatchNormalization)]
+    gammas = sum(layer.beta.shape[0] for layer in bn)  # torchvision's BN has gamma, slim's not
+    assert trainable + gammas == TORCHVISION_PARAMS_WITH_AUX
+
+
+def test_imagenet_recipes_train_the_auxiliary_head():
+    for recipe in ("inception/inception_v3_imagenet.gin", "inception/inception_v4_imagenet.gin"):
+        gin.clear_config()
+        gin_config.parse([recipe], [])
+        assert gin.query_parameter("inception.use_aux_head") is True
+        assert ImageClassificationTask().aux_loss_weight == 0.4
+
+
 def test_builder_rejects_unknown_version_and_too_small_images():
     with pytest.raises(UsageError, match="v3_small"):
         models.create_model("inception_v3", version="v2")
     with pytest.raises(UsageError, match="75"):
         models.create_model("inception_v3", num_classes=10, image_size=32)
+    with pytest.raises(UsageError, match="use_aux_head applies to v3 and v4"):
+        models.create_model("inception_v3_small", num_classes=10, use_aux_head=True)
 
 
 def test_imagenet_recipe_is_the_tpu_reference_schedule():

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.core import optimization
+from models.core.auxiliary import AuxiliaryLogits
 from models.core.task import Models, Optimizers, Task
 from models.data.classification import ClassificationInput
 
@@ -18,7 +19,9 @@ class ImageClassificationTask(Task):
     """Softmax cross-entropy (optional label smoothing), top-1/top-5 accuracy, image export.
 
     `model_fn(num_classes=..., image_size=...)` builds the classifier; recipes bind it, e.g.
-    `ImageClassificationTask.model_fn = @resnet`.
+    `ImageClassificationTask.model_fn = @resnet`. A model with an auxiliary head
+    (core.auxiliary.AuxiliaryLogits) adds its loss, weighted by `aux_loss_weight` (0.4 in the
+    Inception and AmoebaNet TPU references), with the same label smoothing.
     """
 
     primary_metric = "top_1_accuracy"
@@ -29,11 +32,13 @@ class ImageClassificationTask(Task):
         seed: int | None = None,
         model_fn: Callable[..., tf_keras.Model] = gin.REQUIRED,
         label_smoothing: float = 0.0,
+        aux_loss_weight: float = 0.4,
     ):
         self.input = ClassificationInput(data_dir=data_dir)
         self.model_fn = model_fn
         self.seed = seed
         self.label_smoothing = label_smoothing
+        self.aux_loss_weight = aux_loss_weight
 
     def build_models(self) -> Models:
         size = self.input.image_size
@@ -65,10 +70,18 @@ class ImageClassificationTask(Task):
         )
 
     def per_example_loss(self, model, optimizer, images, labels) -> tuple[tf.Tensor, tf.Tensor]:
-        """(logits, training loss of each example): softmax cross-entropy. Families with extra
-        heads (auxiliary logits) override this, not the step."""
-        logits = tf.cast(model(images, training=True), tf.float32)
-        return logits, self._per_example_loss(labels, logits)
+        """(logits, training loss of each example): softmax cross-entropy, plus the auxiliary
+        head's. Families with training-time extras override this, not the step."""
+        if not isinstance(model, AuxiliaryLogits):
+            logits = tf.cast(model(images, training=True), tf.float32)
+            return logits, self._per_example_loss(labels, logits)
+        logits, aux = model.logits_and_aux(images, training=True)
+        logits = tf.cast(logits, tf.float32)
+        per_example = self._per_example_loss(labels, logits)
+        if aux is not None and self.aux_loss_weight:
+            aux_loss = self._per_example_loss(labels, tf.cast(aux, tf.float32))
+            per_example += self.aux_loss_weight * aux_loss
+        return logits, per_example
 
     def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
         images, labels = inputs
