@@ -15,6 +15,7 @@ from official.vision.ops import augment
 
 from models.core.errors import UsageError, nearest
 from models.data import builtin as builtin_datasets
+from models.data.color import COLOR_DISTORTIONS, distort_color
 
 SPLITS = ("train", "validation")
 AUGMENTATIONS = ("random_resized_crop", "none")
@@ -118,6 +119,7 @@ class ClassificationInput:
         crop_area_range: Sequence[float] = (0.08, 1.0),
         aspect_ratio_range: Sequence[float] = (3 / 4, 4 / 3),
         random_flip: bool = True,
+        color_distortion: str = "none",
         augment_policy: str | None = None,
         autoaugment_name: str = "v0",
         randaugment_layers: int = 2,
@@ -129,6 +131,7 @@ class ClassificationInput:
         dtype: str = "float32",
     ):
         _check_choice("augmentation", augmentation, AUGMENTATIONS)
+        _check_choice("color_distortion", color_distortion, COLOR_DISTORTIONS)
         _check_choice("dtype", dtype, tuple(DTYPES))
         if image_size < 1 or num_classes < 1:
             raise UsageError("classification_input.image_size and num_classes must be positive")
@@ -149,6 +152,7 @@ class ClassificationInput:
         self.crop_area_range = tuple(crop_area_range)
         self.aspect_ratio_range = tuple(aspect_ratio_range)
         self.random_flip = random_flip
+        self.color_distortion = color_distortion
         self.augmenter = _augmenter(
             augment_policy, autoaugment_name, randaugment_layers, randaugment_magnitude
         )
@@ -309,15 +313,17 @@ class ClassificationInput:
             return features[ENCODED], tf.cast(label, tf.int32)
 
     def _train_example(self, record: tf.Tensor, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """One augmented (image, label)."""
+        """One augmented (image, label): crop and flip, colour distortion, policy."""
         image_bytes, label = self._parse(record)
         if self.augmentation == "none":
             image = self._resize(tf.io.decode_jpeg(image_bytes, channels=3))
-            return self._normalize(self._policy(image)), label
-        crop_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-        image = self._random_crop(image_bytes, crop_seed)
-        if self.random_flip:
-            image = tf.image.stateless_random_flip_left_right(image, flip_seed)
+        else:
+            crop_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+            image = self._random_crop(image_bytes, crop_seed)
+            if self.random_flip:
+                image = tf.image.stateless_random_flip_left_right(image, flip_seed)
+        color_seed = tf.random.experimental.stateless_fold_in(seed, 1)
+        image = distort_color(image, self.color_distortion, color_seed)
         return self._normalize(self._policy(image)), label
 
     def _eval_example(self, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

@@ -77,7 +77,13 @@ def test_bfloat16_without_augmentation(digits_dir: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "policy", [{"augment_policy": "autoaugment"}, {"augment_policy": "randaugment"}]
+    "policy",
+    [
+        {"augment_policy": "autoaugment"},
+        {"augment_policy": "randaugment"},
+        {"color_distortion": "fast"},
+        {"color_distortion": "full"},
+    ],
 )
 def test_augment_policy_changes_train_images_only(digits_dir: str, policy: dict) -> None:
     plain, augmented = make_input(augmentation="none"), make_input(augmentation="none", **policy)
@@ -193,6 +199,7 @@ def test_empty_data_dir(tmp_path: Path) -> None:
     [
         ({"augmentation": "autoaugment"}, "augmentation"),
         ({"dtype": "float16"}, "dtype"),
+        ({"color_distortion": "fsat"}, "did you mean 'fast'"),
         ({"augment_policy": "randaugmnet"}, "did you mean 'randaugment'"),
         ({"augment_policy": "autoaugment", "autoaugment_name": "v9"}, "autoaugment_name"),
         ({"augment_policy": "randaugment", "randaugment_magnitude": 40}, "magnitude"),
