@@ -89,7 +89,7 @@ def test_imagenet_recipe_is_the_tpu_reference_schedule():
     assert optimization.weight_decay_rate() == 4e-5
     task = AmoebaNetTask()
     assert (task.label_smoothing, task.aux_loss_weight, task.input.image_size) == (0.1, 0.4, 299)
-    assert task.input.color_distortion == "fast"  # inception preprocessing's fast mode
+    assert task.input.color_distortion == "brightness_chroma"  # distort_color_fast
     assert task.input.mean_rgb == task.input.stddev_rgb == (127.5, 127.5, 127.5)
     assert gin.query_parameter("amoebanet.num_cells") == 12
     assert gin.query_parameter("amoebanet.filters") == 256

@@ -81,8 +81,9 @@ def test_bfloat16_without_augmentation(digits_dir: str) -> None:
     [
         {"augment_policy": "autoaugment"},
         {"augment_policy": "randaugment"},
-        {"color_distortion": "fast"},
-        {"color_distortion": "full"},
+        {"color_distortion": "brightness_chroma"},
+        {"color_distortion": "slim_fast"},
+        {"color_distortion": "slim_full"},
     ],
 )
 def test_augment_policy_changes_train_images_only(digits_dir: str, policy: dict) -> None:
@@ -199,7 +200,7 @@ def test_empty_data_dir(tmp_path: Path) -> None:
     [
         ({"augmentation": "autoaugment"}, "augmentation"),
         ({"dtype": "float16"}, "dtype"),
-        ({"color_distortion": "fsat"}, "did you mean 'fast'"),
+        ({"color_distortion": "slim_fsat"}, "did you mean 'slim_fast'"),
         ({"augment_policy": "randaugmnet"}, "did you mean 'randaugment'"),
         ({"augment_policy": "autoaugment", "autoaugment_name": "v9"}, "autoaugment_name"),
         ({"augment_policy": "randaugment", "randaugment_magnitude": 40}, "magnitude"),

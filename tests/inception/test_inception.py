@@ -51,14 +51,14 @@ def test_auxiliary_head_is_tf_slims_and_leaves_the_inference_network_unchanged()
     assert trainable + gammas == TORCHVISION_PARAMS_WITH_AUX
 
 
-@pytest.mark.parametrize(("version", "colour"), [("v3", "fast"), ("v4", "full")])
-def test_imagenet_recipes_train_the_auxiliary_head_on_distorted_colours(version, colour):
-    # The references: inception_preprocessing with slim's default fast_mode (v3) and with
-    # fast_mode=False (v4); AuxLogits loss weight 0.4 in both.
+@pytest.mark.parametrize("version", ["v3", "v4"])
+def test_imagenet_recipes_train_the_auxiliary_head_on_distorted_colours(version):
+    # The references: AuxLogits loss weight 0.4; inception_preprocessing's distort_color_fast
+    # (flag use_fast_color_distort defaults to True).
     gin_config.parse([f"inception/inception_{version}_imagenet.gin"], [])
     assert gin.query_parameter("inception.use_aux_head") is True
     task = ImageClassificationTask()
-    assert task.aux_loss_weight == 0.4 and task.input.color_distortion == colour
+    assert task.aux_loss_weight == 0.4 and task.input.color_distortion == "brightness_chroma"
 
 
 def test_builder_rejects_unknown_version_and_too_small_images():
