@@ -72,10 +72,10 @@ class ImageClassificationTask(Task):
     def per_example_loss(self, model, optimizer, images, labels) -> tuple[tf.Tensor, tf.Tensor]:
         """(logits, training loss of each example): softmax cross-entropy, plus the auxiliary
         head's. Families with training-time extras override this, not the step."""
-        if not isinstance(model, AuxiliaryLogits):
-            logits = tf.cast(model(images, training=True), tf.float32)
-            return logits, self._per_example_loss(labels, logits)
-        logits, aux = model.logits_and_aux(images, training=True)
+        if isinstance(model, AuxiliaryLogits):
+            logits, aux = model.logits_and_aux(images, training=True)
+        else:
+            logits, aux = model(images, training=True), None
         logits = tf.cast(logits, tf.float32)
         per_example = self._per_example_loss(labels, logits)
         if aux is not None and self.aux_loss_weight:
