@@ -18,6 +18,7 @@ from models.core.export import export_saved_model
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.settings import StepPlan, TrainSettings
+from models.core.strategy import check_jit_compile
 from models.core.task import Task
 from models.core.trainer import Evaluator, Trainer
 
@@ -43,6 +44,7 @@ class Experiment:
     def __init__(self, task: Task, strategy, settings: TrainSettings, options: RunOptions):
         self.task, self.strategy, self.settings, self.options = task, strategy, settings, options
         settings.check(strategy.num_replicas_in_sync)
+        check_jit_compile(settings.jit_compile, strategy)
         self.chief = is_chief(strategy)
         self.training = options.mode in ("train", "train_and_eval")
         if self.training:

@@ -125,3 +125,16 @@ def check_slice_matches(slice_name: str | None, strategy: tf.distribute.Strategy
                 f"--slice={slice_name} expects {cores} cores; the TPU has "
                 f"{strategy.num_replicas_in_sync}"
             )
+
+
+def check_jit_compile(jit_compile: bool, strategy: tf.distribute.Strategy) -> None:
+    """XLA runs the logical CPUs of a simulated slice all on CPU:0 and then cannot reach the
+    other replicas' variables (keras-team/keras#19005): refuse that pair up front."""
+    devices = getattr(strategy.extended, "worker_devices", ())
+    cpus = [d for d in devices if tf.DeviceSpec.from_string(d).device_type == "CPU"]
+    if jit_compile and len(cpus) > 1:
+        raise UsageError(
+            f"train.jit_compile=True cannot run on a simulated slice of {len(cpus)} logical "
+            "CPUs (XLA places them all on CPU:0); use --slice=cpu-1, a GPU/TPU slice or "
+            "one CPU per worker"
+        )

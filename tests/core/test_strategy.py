@@ -5,7 +5,12 @@ import time
 import pytest
 
 from models.core.errors import UsageError
-from models.core.strategy import build_strategy, check_slice_matches, parse_slice
+from models.core.strategy import (
+    build_strategy,
+    check_jit_compile,
+    check_slice_matches,
+    parse_slice,
+)
 
 
 def test_parse_slice_names():
@@ -47,3 +52,11 @@ def test_multi_worker_needs_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", "{not json")
     with pytest.raises(UsageError, match="TF_CONFIG"):
         build_strategy(strategy="multi_worker")
+
+
+def test_xla_needs_one_cpu_per_process():
+    # XLA would run both logical CPUs on CPU:0 and fail inside the first step.
+    with pytest.raises(UsageError, match="jit_compile"):
+        check_jit_compile(True, build_strategy(slice_name="cpu-2"))
+    check_jit_compile(False, build_strategy(slice_name="cpu-2"))
+    check_jit_compile(True, build_strategy(slice_name="cpu-1"))

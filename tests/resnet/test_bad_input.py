@@ -72,6 +72,10 @@ CASES = {
     "unknown gin binding": (lambda d, t: ["--gin_param=train.epoch = 3"], "did you mean 'epochs'"),
     "unknown gin file": (lambda d, t: ["--gin_file=resnet/defualt.gin"], "did you mean"),
     "slice cpu-0": (lambda d, t: ["--slice=cpu-0"], "--slice=cpu-0"),
+    "XLA on a simulated CPU slice": (
+        lambda d, t: ["--slice=cpu-2", "--gin_param=train.jit_compile = True"],
+        "train.jit_compile=True cannot run",
+    ),
     "tpu without a TPU": (lambda d, t: ["--tpu=my-tpu"], "no TPU reachable"),
     "unknown flag": (lambda d, t: ["--epochs=3"], "epochs"),
 }
