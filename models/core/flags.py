@@ -35,7 +35,9 @@ def _define() -> None:
     )
     flags.DEFINE_enum("strategy", None, STRATEGIES, "Distribution strategy (default: inferred).")
     flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"], "Compute precision.")
-    flags.DEFINE_integer("seed", 0, "Random seed for weights and input order.")
+    flags.DEFINE_integer(
+        "seed", 0, "Random seed for weights and input order.", lower_bound=0, upper_bound=2**32 - 1
+    )
     flags.DEFINE_string("target_metric", None, "Stop when this eval metric reaches --target_value.")
     flags.DEFINE_float("target_value", None, "Target for --target_metric (time-to-accuracy mode).")
     flags.DEFINE_string("profile_steps", None, "Profile steps 'START,END' into model_dir/profile.")

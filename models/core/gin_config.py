@@ -65,11 +65,24 @@ def _parameters_of(configurable: str) -> list[str]:
         return []
 
 
-def _explain(error: Exception) -> str:
+def _unparsable_binding(bindings: list[str]) -> str | None:
+    """The first binding gin cannot even tokenise alone (its errors then name no location)."""
+    for binding in bindings:
+        try:
+            list(gin.config_parser.ConfigParser(binding, gin.config.ParserDelegate(True)))
+        except Exception:  # noqa: BLE001 - tokenize and gin syntax errors alike
+            return binding
+    return None
+
+
+def _explain(error: Exception, bindings: list[str]) -> str:
     """One line: what is wrong, where, and the nearest valid name."""
     text = str(error)
     location = _LOCATION.search(text)
     where = f" ({location.group(1)})" if location else ""
+    if not location and (binding := _unparsable_binding(bindings)):
+        message = error.args[0] if error.args and isinstance(error.args[0], str) else text
+        return f"bad gin binding '{binding}': {message.strip().splitlines()[0]}"
     if match := _UNKNOWN_CONFIGURABLE.search(text):
         name = match.group(1)
         return f"unknown gin configurable '{name}'{where}{nearest(name, _known_configurables())}"
@@ -87,10 +100,8 @@ def parse(files: list[str], bindings: list[str], family: str | None = None) -> l
     paths = [resolve_gin_file(f, family) for f in files]
     try:
         gin.parse_config_files_and_bindings(paths, bindings, finalize_config=False)
-    except (ValueError, SyntaxError, KeyError, TypeError, ImportError) as error:
-        raise UsageError(_explain(error)) from None
-    except Exception as error:  # noqa: BLE001 - gin's parser raises tokenize errors too
-        raise UsageError(_explain(error)) from None
+    except Exception as error:  # noqa: BLE001 - gin raises Value/Syntax/Key/Type/tokenize errors
+        raise UsageError(_explain(error, bindings)) from None
     return paths
 
 

@@ -16,6 +16,7 @@ from models.core.cluster import write_tf_config
 from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
+from models.core.ports import check_reachable
 from models.core.precision import set_precision
 from models.core.settings import TrainSettings
 from models.core.strategy import build_strategy, check_slice_matches
@@ -43,14 +44,27 @@ def _cluster_from_flags() -> None:
 
 
 def _data_service_address(address: str | None) -> str | None:
-    """grpc://HOST:PORT (or HOST:PORT) of a tf.data service dispatcher, checked for form."""
+    """grpc://HOST:PORT (or HOST:PORT) of a tf.data service dispatcher, checked for form and
+    reachability (TensorFlow's client would otherwise retry an absent dispatcher forever)."""
     if address is None:
         return None
     host_port = address.removeprefix("grpc://")
     host, _, port = host_port.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--tf_data_service={address}: expected grpc://HOST:PORT")
+    check_reachable(host, int(port), f"--tf_data_service={address}")
     return f"grpc://{host_port}"
+
+
+def _make_model_dir(model_dir: str) -> None:
+    """Creates --model_dir (any filesystem TensorFlow knows), or says why it cannot."""
+    try:
+        tf.io.gfile.makedirs(model_dir)
+    except (tf.errors.OpError, OSError) as error:
+        reason = str(getattr(error, "message", None) or error).strip().splitlines()[0]
+        raise UsageError(f"--model_dir={model_dir}: cannot create it: {reason}") from None
+    if not tf.io.gfile.isdir(model_dir):
+        raise UsageError(f"--model_dir={model_dir}: not a directory")
 
 
 def run_from_flags(task_factory: Callable[..., Task], family: str, default_recipe: str):
@@ -75,7 +89,7 @@ def run_from_flags(task_factory: Callable[..., Task], family: str, default_recip
     settings.target_metric = settings.target_metric or (
         task.primary_metric if settings.target_value is not None else None
     )
-    tf.io.gfile.makedirs(FLAGS.model_dir)
+    _make_model_dir(FLAGS.model_dir)
     options = RunOptions(
         model_dir=FLAGS.model_dir,
         mode=FLAGS.mode,

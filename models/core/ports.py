@@ -28,3 +28,12 @@ def free_ports(count: int) -> list[int]:
     finally:
         for probe in probes:
             probe.close()
+
+
+def check_reachable(host: str, port: int, owner: str, timeout_s: float = 10.0) -> None:
+    """UsageError naming `owner` unless a TCP connection to HOST:PORT opens within timeout_s."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UsageError(f"{owner}: nothing answers at {host}:{port} ({reason})") from None

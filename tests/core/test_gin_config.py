@@ -52,3 +52,8 @@ def test_unknown_configurable_names_nearest_and_location(tmp_path):
     message = str(error.value)
     assert "'trian'" in message and "line 2" in message and "did you mean 'train'" in message
     assert "\n" not in message
+
+
+def test_binding_that_does_not_parse_is_named():
+    with pytest.raises(UsageError, match=r"bad gin binding 'train.epochs = \(': EOF"):
+        gin_config.parse([], ["train.epochs = 2", "train.epochs = ("])

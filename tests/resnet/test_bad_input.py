@@ -9,6 +9,8 @@ import pytest
 import tensorflow as tf
 from cli import checkpoint_files, run_resnet
 
+from models.core.ports import free_ports
+
 
 def _write_records(path: Path, examples: list[dict]) -> None:
     with tf.io.TFRecordWriter(str(path)) as writer:
@@ -58,6 +60,11 @@ def _label_out_of_range(digits_dir, tmp_path) -> list[str]:
     return [f"--data_dir={data}"]
 
 
+def _model_dir_is_a_file(digits_dir, tmp_path) -> list[str]:
+    (tmp_path / "file").write_text("")
+    return [f"--model_dir={tmp_path / 'file'}"]  # the later --model_dir wins
+
+
 def _empty_dir(digits_dir, tmp_path) -> list[str]:
     (tmp_path / "empty").mkdir()
     return [f"--data_dir={tmp_path / 'empty'}"]
@@ -76,6 +83,12 @@ CASES = {
         lambda d, t: ["--slice=cpu-2", "--gin_param=train.jit_compile = True"],
         "train.jit_compile=True cannot run",
     ),
+    "model_dir is a file": (_model_dir_is_a_file, "not a directory"),
+    "tf.data service nobody answers": (
+        lambda d, t: [f"--tf_data_service=grpc://localhost:{free_ports(1)[0]}"],
+        "nothing answers at localhost:",
+    ),
+    "negative seed": (lambda d, t: ["--seed=-1"], "--seed=-1"),
     "tpu without a TPU": (lambda d, t: ["--tpu=my-tpu"], "no TPU reachable"),
     "unknown flag": (lambda d, t: ["--epochs=3"], "epochs"),
 }
