@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 
 import tensorflow as tf
+
+from models.core.errors import UsageError
 
 
 class TrainingAborted(Exception):
@@ -32,6 +35,29 @@ def build_manager(
         step_counter=global_step,
         checkpoint_interval=interval,
     )
+
+
+@contextlib.contextmanager
+def checkpoint_must_fit(model_dir: str):
+    """A checkpoint in model_dir that does not fit the built model (another model or recipe)
+    or cannot be read becomes one UsageError line; the checkpoint is left as it is."""
+    try:
+        yield
+    except (ValueError, tf.errors.InvalidArgumentError) as error:
+        fix = "use the recipe that wrote it, or a fresh --model_dir"
+        raise _unusable(model_dir, error, "does not fit this model and recipe", fix) from None
+    except (tf.errors.DataLossError, tf.errors.NotFoundError, IndexError) as error:
+        fix = "restore an intact copy, or use a fresh --model_dir"
+        raise _unusable(model_dir, error, "cannot be read", fix) from None
+
+
+def _unusable(model_dir: str, error: Exception, what: str, fix: str) -> Exception:
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest is None:
+        return error
+    reason = str(getattr(error, "message", None) or error).strip().splitlines()[0]
+    tf.get_logger().setLevel("ERROR")  # else the failed restore warns at exit, per value
+    return UsageError(f"--model_dir={model_dir}: checkpoint {latest} {what} ({reason}); {fix}")
 
 
 class NanGuard:

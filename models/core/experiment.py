@@ -68,7 +68,8 @@ class Experiment:
         self.recorder = self._build_recorder()
         self.preemption = self._build_preemption()
         self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
-        self.controller = self._build_controller() if self.trainer or self.evaluator else None
+        with ckpt.checkpoint_must_fit(options.model_dir):
+            self.controller = self._build_controller() if self.trainer or self.evaluator else None
         self._wrote_config = False
         self._check_target_metric()
 
@@ -79,7 +80,8 @@ class Experiment:
             return ckpt.PreemptionWatcher(self.manager, self.global_step)
         latest = tf.train.latest_checkpoint(self.options.model_dir)
         if latest:
-            self.manager.checkpoint.restore(latest)
+            with ckpt.checkpoint_must_fit(self.options.model_dir):
+                self.manager.checkpoint.restore(latest)
         with self.strategy.scope():
             return ckpt.ClusterPreemption(self.strategy, self.manager, self.global_step)
 
@@ -202,7 +204,8 @@ class Experiment:
                 self.plan.eval_steps, timeout=self.settings.continuous_eval_timeout_s
             )
             return {}
-        self.manager.checkpoint.restore(latest).expect_partial()
+        with ckpt.checkpoint_must_fit(self.options.model_dir):
+            self.manager.checkpoint.restore(latest).expect_partial()
         for average in self.averages.values():  # export what evaluation measures
             average.swap(self.strategy)
         step = int(self.global_step.numpy())
