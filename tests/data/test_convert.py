@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from models.core.errors import UsageError
 from models.data.classification import ClassificationInput
 from models.data.convert.image_folder import convert
 
@@ -127,6 +128,18 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-m", "models.data.convert.image_folder", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_unreadable_image_leaves_no_partial_dataset(image_tree: Path, tmp_path: Path) -> None:
+    broken = image_tree / "dog" / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    out = tmp_path / "out"
+    with pytest.raises(UsageError, match=r"cannot read image .*broken.jpg: not a JPEG or PNG"):
+        convert(str(image_tree), str(out), train_shards=12, progress=False)
+    assert list(out.iterdir()) == []  # no shards, finished or partial: the folder is reusable
+    broken.unlink()
+    convert(str(image_tree), str(out), train_shards=12, progress=False)
+    assert len(records(out, "train")) == 11
 
 
 def test_cli_converts(image_tree: Path, tmp_path: Path) -> None:

@@ -102,10 +102,16 @@ def write_examples(
         for shard in range(shards):
             path = os.path.join(os.fspath(output_dir), f"{split}-{shard:05d}-of-{shards:05d}")
             begin, end = shard * len(items) // shards, (shard + 1) * len(items) // shards
-            with tf.io.TFRecordWriter(path) as writer:
-                for item in items[begin:end]:
-                    writer.write(to_example(item).SerializeToString())
-                    bar.update()
+            partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
+            try:
+                with tf.io.TFRecordWriter(partial) as writer:
+                    for item in items[begin:end]:
+                        writer.write(to_example(item).SerializeToString())
+                        bar.update()
+            except BaseException:
+                tf.io.gfile.remove(partial)
+                raise
+            tf.io.gfile.rename(partial, path, overwrite=True)  # never a half-written shard
             paths.append(path)
     return paths
 
@@ -253,7 +259,9 @@ def _item_example(item: ImageItem) -> tf.train.Example:
     """The record of one source image, re-encoded to RGB JPEG when it is not one already."""
     try:
         encoded, height, width = to_rgb_jpeg(item.path.read_bytes())
-    except (UnidentifiedImageError, OSError) as error:
+    except UnidentifiedImageError:
+        raise UsageError(f"cannot read image {item.path}: not a JPEG or PNG file") from None
+    except OSError as error:
         raise UsageError(f"cannot read image {item.path}: {error}") from None
     return image_example(encoded, item.label, item.synset, item.path.name, height, width)
 
@@ -288,9 +296,19 @@ def convert(
     classes, train, validation = plan(
         input_dir, validation_dir, validation_labels, validation_fraction, seed
     )
+    import tensorflow as tf
+
     _prepare_output(output_dir)
-    write_examples(train, _item_example, output_dir, "train", train_shards, progress)
-    write_examples(validation, _item_example, output_dir, "validation", validation_shards, progress)
+    try:
+        write_examples(train, _item_example, output_dir, "train", train_shards, progress)
+        write_examples(
+            validation, _item_example, output_dir, "validation", validation_shards, progress
+        )
+    except BaseException:  # a bad image or an interrupt: no partial dataset is left behind
+        for name in tf.io.gfile.listdir(output_dir):  # held no shards before (_prepare_output)
+            if name.startswith(SPLIT_PREFIXES):
+                tf.io.gfile.remove(os.path.join(output_dir, name))
+        raise
     return write_dataset_info(output_dir, classes, len(train), len(validation))
 
 
