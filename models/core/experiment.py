@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
+from models.core.service_watch import DispatcherWatch
 from models.core.settings import StepPlan, TrainSettings
 from models.core.strategy import check_jit_compile
 from models.core.task import Task
@@ -36,6 +39,7 @@ class RunOptions:
     seed: int
     profile_steps: str | None = None
     tf_data_service: str | None = None
+    tf_data_service_timeout_s: float = 300.0
 
 
 class Experiment:
@@ -235,18 +239,9 @@ class Experiment:
             self.task.num_examples("train"),
             self.task.num_examples("validation"),
         )
-        metrics, reached = {}, False
         try:
-            while step < plan.total_steps and not reached:
-                target = min(
-                    (step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps
-                )
-                self.controller.train(target, checkpoint_at_completion=False)
-                step = int(self.global_step.numpy())
-                if evaluate:
-                    metrics, reached = self._eval_and_record(step)
-            if evaluate and not metrics:  # resumed a finished run: report where it stands
-                metrics, reached = self._eval_and_record(step)
+            with self._dispatcher_watch():
+                metrics, reached, step = self._train_loop(evaluate, step)
         except BaseException:  # preemption, divergence, bad data: the record says aborted
             self.recorder.run_stop(success=False)
             raise
@@ -259,6 +254,27 @@ class Experiment:
         elif has_target:
             results["target_not_reached"] = True
         return results
+
+    def _train_loop(self, evaluate: bool, step: int) -> tuple[dict, bool, int]:
+        """Train in eval intervals until the last step or the target; (metrics, reached, step)."""
+        plan, metrics, reached = self.plan, {}, False
+        while step < plan.total_steps and not reached:
+            target = min((step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps)
+            self.controller.train(target, checkpoint_at_completion=False)
+            step = int(self.global_step.numpy())
+            if evaluate:
+                metrics, reached = self._eval_and_record(step)
+        if evaluate and not metrics:  # resumed a finished run: report where it stands
+            metrics, reached = self._eval_and_record(step)
+        return metrics, reached, step
+
+    def _dispatcher_watch(self):
+        """With a tf.data service, a watch that ends a run whose dispatcher went silent."""
+        address = self.options.tf_data_service
+        if address is None:
+            return contextlib.nullcontext()
+        on_give_up = functools.partial(self.recorder.run_stop, success=False)
+        return DispatcherWatch(address, self.options.tf_data_service_timeout_s, on_give_up)
 
     def _eval_and_record(self, step: int) -> tuple[dict, bool]:
         metrics = self._evaluate()

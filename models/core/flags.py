@@ -59,3 +59,9 @@ def _define() -> None:
         "grpc://HOST:PORT of a tf.data service dispatcher that runs the training input pipeline "
         "(python -m models.data.service starts one).",
     )
+    flags.DEFINE_float(
+        "tf_data_service_timeout_s",
+        300.0,
+        "End the run (exit 1, checkpoints kept) when the tf.data service dispatcher has not "
+        "answered for this long; 0: wait for ever, as TensorFlow does.",
+    )

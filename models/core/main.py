@@ -100,6 +100,7 @@ def run_from_flags(task_factory: Callable[..., Task], family: str, default_recip
         seed=FLAGS.seed,
         profile_steps=FLAGS.profile_steps,
         tf_data_service=_data_service_address(FLAGS.tf_data_service),
+        tf_data_service_timeout_s=FLAGS.tf_data_service_timeout_s,
     )
     return Experiment(task, strategy, settings, options).run()
 

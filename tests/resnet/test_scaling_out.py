@@ -126,3 +126,22 @@ def test_default_recipe_reaches_target_on_a_local_tf_data_service(tmp_path, cli_
     assert result.returncode == 0, result.stderr[-3000:]
     record = latest_record(tmp_path)
     assert record["status"] == "success" and record["final_metrics"]["top_1_accuracy"] >= 0.97
+
+
+def test_dispatcher_that_dies_ends_the_run_with_one_line(tmp_path, cli_env):
+    # TensorFlow's client would retry the dead dispatcher for ever, deaf to SIGTERM.
+    service, address = _start_service()
+    args = (f"--tf_data_service={address}", "--tf_data_service_timeout_s=5", "--mode=train")
+    command = resnet_command(tmp_path, *args, "--gin_param=train.epochs = 500")
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with subprocess.Popen(command, env=cli_env, **pipes) as process:
+        try:
+            wait_for(lambda: latest_step(tmp_path) > 0, process)
+        finally:
+            service.kill()
+            service.wait(timeout=60)
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr[-3000:]
+    assert f"error: the tf.data service dispatcher at {address} has not answered" in stderr
+    assert latest_record(tmp_path)["status"] == "aborted"
+    assert _checkpoints_readable(tmp_path)
