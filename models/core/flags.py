@@ -64,4 +64,5 @@ def _define() -> None:
         300.0,
         "End the run (exit 1, checkpoints kept) when the tf.data service dispatcher has not "
         "answered for this long; 0: wait for ever, as TensorFlow does.",
+        lower_bound=0,
     )
