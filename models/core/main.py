@@ -16,7 +16,7 @@ from models.core.cluster import write_tf_config
 from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
-from models.core.ports import check_reachable
+from models.core.ports import check_reachable, split_address
 from models.core.precision import set_precision
 from models.core.settings import TrainSettings
 from models.core.strategy import build_strategy, check_slice_matches
@@ -48,12 +48,10 @@ def _data_service_address(address: str | None) -> str | None:
     reachability (TensorFlow's client would otherwise retry an absent dispatcher forever)."""
     if address is None:
         return None
-    host_port = address.removeprefix("grpc://")
-    host, _, port = host_port.rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"--tf_data_service={address}: expected grpc://HOST:PORT")
-    check_reachable(host, int(port), f"--tf_data_service={address}")
-    return f"grpc://{host_port}"
+    owner = f"--tf_data_service={address}"
+    host, port = split_address(address, owner)
+    check_reachable(host, port, owner)
+    return f"grpc://{host}:{port}"
 
 
 def _make_model_dir(model_dir: str) -> None:

@@ -37,3 +37,11 @@ def check_reachable(host: str, port: int, owner: str, timeout_s: float = 10.0) -
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise UsageError(f"{owner}: nothing answers at {host}:{port} ({reason})") from None
+
+
+def split_address(address: str, owner: str) -> tuple[str, int]:
+    """grpc://HOST:PORT or HOST:PORT -> (HOST, PORT); UsageError naming `owner` otherwise."""
+    host, _, port = address.removeprefix("grpc://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"{owner}: expected grpc://HOST:PORT")
+    return host, int(port)

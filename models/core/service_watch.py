@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from models.core.errors import UsageError
-from models.core.ports import check_reachable
+from models.core.ports import check_reachable, split_address
 
 EXIT_CODE = 1
 
@@ -30,8 +30,8 @@ class DispatcherWatch:
         on_give_up: Callable[[], None] = lambda: None,
         interval_s: float = 2.0,
     ):
-        host, _, port = address.removeprefix("grpc://").rpartition(":")
-        self.host, self.port, self.address = host, int(port), address
+        self.host, self.port = split_address(address, "--tf_data_service")
+        self.address = address
         self.timeout_s, self.interval_s, self.on_give_up = timeout_s, interval_s, on_give_up
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="dispatcher-watch", daemon=True)
