@@ -8,7 +8,7 @@ import signal
 
 import tensorflow as tf
 
-from models.core.errors import UsageError
+from models.core.errors import UsageError, first_line
 
 
 class TrainingAborted(Exception):
@@ -55,8 +55,8 @@ def _unusable(model_dir: str, error: Exception, what: str, fix: str) -> Exceptio
     latest = tf.train.latest_checkpoint(model_dir)
     if latest is None:
         return error
-    reason = str(getattr(error, "message", None) or error).strip().splitlines()[0]
     tf.get_logger().setLevel("ERROR")  # else the failed restore warns at exit, per value
+    reason = first_line(error)
     return UsageError(f"--model_dir={model_dir}: checkpoint {latest} {what} ({reason}); {fix}")
 
 

@@ -31,12 +31,18 @@ def fail(message: str) -> NoReturn:
     sys.exit(USAGE_EXIT_CODE)
 
 
+def first_line(error: Exception) -> str:
+    """The first line of an error's message (TensorFlow's `.message`), else its type's name."""
+    text = (getattr(error, "message", None) or str(error)).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def data_error_message(error: Exception) -> str | None:
     """Maps a TensorFlow input-pipeline error to a user-facing sentence, if it is one."""
     import tensorflow as tf
 
     text = getattr(error, "message", None) or str(error)
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    first = first_line(error)
     if isinstance(error, tf.errors.DataLossError):
         return f"corrupt or truncated TFRecord data: {first}"
     if "label out of range" in text:

@@ -13,7 +13,7 @@ from absl import flags, logging
 from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.cluster import write_tf_config
-from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, run_app
+from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, first_line, run_app
 from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.ports import check_reachable, split_address
@@ -59,8 +59,9 @@ def _make_model_dir(model_dir: str) -> None:
     try:
         tf.io.gfile.makedirs(model_dir)
     except (tf.errors.OpError, OSError) as error:
-        reason = str(getattr(error, "message", None) or error).strip().splitlines()[0]
-        raise UsageError(f"--model_dir={model_dir}: cannot create it: {reason}") from None
+        raise UsageError(
+            f"--model_dir={model_dir}: cannot create it: {first_line(error)}"
+        ) from None
     if not tf.io.gfile.isdir(model_dir):
         raise UsageError(f"--model_dir={model_dir}: not a directory")
 
@@ -137,9 +138,8 @@ def main(task_factory: Callable[..., Task], family: str, default_recipe: str) ->
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(1)
         except (tf.errors.UnavailableError, tf.errors.AbortedError) as error:
-            first = (error.message or type(error).__name__).strip().splitlines()[0]
             print(
-                f"error: a worker of the cluster failed or is unreachable: {first}",
+                f"error: a worker of the cluster failed or is unreachable: {first_line(error)}",
                 file=sys.stderr,
                 flush=True,
             )

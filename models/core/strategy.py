@@ -10,7 +10,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from models.core.cluster import multi_worker_strategy
-from models.core.errors import UsageError
+from models.core.errors import UsageError, first_line
 
 _DEVICE_SLICE = re.compile(r"^(cpu|gpu)-(\d+)$")
 _TPU_SLICE = re.compile(r"^v(\d+)[a-z]*-(\d+)$")
@@ -88,8 +88,7 @@ def tpu_strategy(tpu: str) -> tf.distribute.Strategy:
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except Exception as error:  # noqa: BLE001 - the resolver raises many kinds
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(f"--tpu={tpu}: cannot connect to the TPU: {first}") from None
+        raise UsageError(f"--tpu={tpu}: cannot connect to the TPU: {first_line(error)}") from None
     return tf.distribute.TPUStrategy(resolver)
 
 

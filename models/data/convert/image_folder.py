@@ -100,9 +100,10 @@ def write_examples(
     paths = []
     with tqdm(total=len(items), desc=split, unit="img", disable=not progress) as bar:
         for shard in range(shards):
-            path = os.path.join(os.fspath(output_dir), f"{split}-{shard:05d}-of-{shards:05d}")
+            name = f"{split}-{shard:05d}-of-{shards:05d}"
+            path = os.path.join(os.fspath(output_dir), name)
+            partial = os.path.join(os.fspath(output_dir), f".{name}.partial")
             begin, end = shard * len(items) // shards, (shard + 1) * len(items) // shards
-            partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
             try:
                 with tf.io.TFRecordWriter(partial) as writer:
                     for item in items[begin:end]:
