@@ -16,12 +16,24 @@ INSTALL_REQUIRES = [
     "tqdm>=4.60",
 ]
 
+# The recipes stay at the repository root (configs/, official/: data, not Python). A wheel or a
+# non-editable install carries them as package data of `models`, under models/_data/, where
+# models.paths finds them; `official` must never become a top-level name (it is Model Garden's).
+DATA_DIRS = {"models._data.configs": "configs", "models._data.official": "official"}
+PACKAGE_DATA = {
+    "models._data.configs": ["*.gin", "**/*.gin"],
+    "models._data.official": ["*.gin", "README.md"],
+}
+
 setup(
     name="tpu-pod-zoo",
     version="0.1.0",
     description="TensorFlow reference models tuned for Cloud TPU Pods, on one TF2 spine.",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["models", "models.*", "benchmarks", "benchmarks.*"]),
+    packages=find_packages(include=["models", "models.*", "benchmarks", "benchmarks.*"])
+    + list(DATA_DIRS),
+    package_dir=DATA_DIRS,
+    package_data=PACKAGE_DATA,
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
     entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},

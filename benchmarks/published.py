@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from models.core.errors import UsageError
+from models.paths import OFFICIAL_DIR
 
-OFFICIAL_DIR = Path(__file__).resolve().parent.parent / "official"
 _HEADER = re.compile(r"^#\s*published\.(\w+):\s*(.+?)\s*$")
 REQUIRED = ("family", "model", "round", "slice", "global_batch", "minutes", "target")
 

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.core.precision import DTYPES
+
 FLOPS_METHOD = (
     "tf.compat.v1.profiler float_ops of the forward graph (training=False, batch 1) x 3 "
     "for forward + backward"
 )
-DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 
 
 def forward_flops(model: tf_keras.Model, input_shape: list[int]) -> int:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.core.errors import UsageError, nearest
+from models.paths import CONFIGS_DIR  # also models.registry.CONFIGS_DIR, for its importers
 
-CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
 _NOT_MODELS = {"core", "data"}
 
 

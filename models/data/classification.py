@@ -14,19 +14,22 @@ import tensorflow as tf
 from official.vision.ops import augment
 
 from models.core.errors import UsageError, nearest
+from models.core.precision import DTYPES
 from models.data import builtin as builtin_datasets
 from models.data.color import COLOR_DISTORTIONS, distort_color
+from models.data.imagenet_schema import (
+    ENCODED,
+    INFO_COUNT_KEYS,
+    INFO_FILE,
+    LABEL,
+    LABEL_OFFSET,
+    SPLITS,
+)
 
-SPLITS = ("train", "validation")
 AUGMENTATIONS = ("random_resized_crop", "none")
 AUGMENT_POLICIES = ("autoaugment", "randaugment")
-DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
-INFO_FILE = "dataset_info.json"
-ENCODED = "image/encoded"
-LABEL = "image/class/label"
 PAD_LABEL = -1
 LABEL_ERROR = "label out of range"  # Matched by models.core.errors; keep the text.
-_COUNT_KEYS = {"train": "num_train_examples", "validation": "num_eval_examples"}
 _READ_BUFFER = 8 * 2**20
 _VALIDATE_BATCH = 256
 _AUTOTUNE = tf.data.AUTOTUNE
@@ -109,7 +112,7 @@ class ClassificationInput:
         train_pattern: str = "train-*",
         eval_pattern: str = "validation-*",
         num_classes: int = 1000,
-        label_offset: int = 1,
+        label_offset: int = LABEL_OFFSET,
         num_train_examples: int | None = None,
         num_eval_examples: int | None = None,
         image_size: int = 224,
@@ -210,8 +213,8 @@ class ClassificationInput:
         if explicit is not None:
             return int(explicit)
         info = self.dataset_info()
-        if _COUNT_KEYS[split] in info:
-            return int(info[_COUNT_KEYS[split]])
+        if INFO_COUNT_KEYS[split] in info:
+            return int(info[INFO_COUNT_KEYS[split]])
         if split not in self._counted:
             self._counted[split] = count_records(self.files(split))
         return self._counted[split]

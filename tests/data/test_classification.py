@@ -16,7 +16,7 @@ from PIL import Image
 
 from models.core.errors import UsageError
 from models.data.classification import ClassificationInput
-from models.data.convert.image_folder import image_example
+from models.data.imagenet_schema import image_example
 
 SIZE = 16
 

@@ -14,14 +14,14 @@ from PIL import Image
 
 from models.core.errors import UsageError
 from models.data.builtin import cache_dir
-from models.data.convert.image_folder import (
+from models.data.imagenet_schema import (
     INFO_FILE,
     LABEL_OFFSET,
     encode_jpeg,
     image_example,
     write_dataset_info,
-    write_examples,
 )
+from models.data.shards import write_examples
 
 NAME = "digits-v1"
 IMAGE_SIZE = 32

@@ -5,31 +5,29 @@ Usage: python -m models.data.convert.image_folder --input_dir=ROOT --output_dir=
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import random
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from absl import app, flags
-from PIL import Image, UnidentifiedImageError
-from tqdm import tqdm
+from PIL import UnidentifiedImageError
 
 from models.core.errors import UsageError, fail, nearest, run_guarded
+from models.data.imagenet_schema import (
+    LABEL_OFFSET,
+    SPLIT_PREFIXES,
+    image_example,
+    to_rgb_jpeg,
+    write_dataset_info,
+)
+from models.data.shards import write_examples
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})
-JPEG_QUALITY = 95
-LABEL_OFFSET = 1
-INFO_FILE = "dataset_info.json"
-SPLIT_PREFIXES = ("train-", "validation-")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,101 +37,6 @@ class ImageItem:
     path: Path
     label: int
     synset: str
-
-
-# ---------------------------------------------------------------- records (shared with builtins)
-
-
-def image_example(
-    encoded: bytes, label: int, synset: str, filename: str, height: int, width: int
-) -> tf.train.Example:
-    """Builds the tf.train.Example of one RGB JPEG with every imagenet_to_gcs feature."""
-    import tensorflow as tf  # Lazy: CLI usage errors stay instant.
-
-    def _bytes(value: bytes) -> tf.train.Feature:
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-    def _int(value: int) -> tf.train.Feature:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-
-    feature = {
-        "image/encoded": _bytes(encoded),
-        "image/format": _bytes(b"JPEG"),
-        "image/filename": _bytes(filename.encode()),
-        "image/class/label": _int(label),
-        "image/class/synset": _bytes(synset.encode()),
-        "image/height": _int(height),
-        "image/width": _int(width),
-        "image/colorspace": _bytes(b"RGB"),
-        "image/channels": _int(3),
-    }
-    return tf.train.Example(features=tf.train.Features(feature=feature))
-
-
-def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
-    """JPEG bytes of a PIL image converted to RGB."""
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=quality)
-    return buffer.getvalue()
-
-
-def to_rgb_jpeg(data: bytes, quality: int = JPEG_QUALITY) -> tuple[bytes, int, int]:
-    """(JPEG bytes, height, width): RGB JPEGs pass through; PNG, CMYK, grayscale are re-encoded."""
-    with Image.open(io.BytesIO(data)) as image:
-        if image.format == "JPEG" and image.mode == "RGB":
-            return data, image.height, image.width
-        return encode_jpeg(image, quality), image.height, image.width
-
-
-def write_examples(
-    items: Sequence[T],
-    to_example: Callable[[T], tf.train.Example],
-    output_dir: str | os.PathLike,
-    split: str,
-    num_shards: int,
-    progress: bool = False,
-) -> list[str]:
-    """Writes items as `<split>-%05d-of-%05d` shards of near-equal contiguous runs."""
-    import tensorflow as tf
-
-    shards = max(1, min(num_shards, len(items))) if items else 0
-    paths = []
-    with tqdm(total=len(items), desc=split, unit="img", disable=not progress) as bar:
-        for shard in range(shards):
-            name = f"{split}-{shard:05d}-of-{shards:05d}"
-            path = os.path.join(os.fspath(output_dir), name)
-            partial = os.path.join(os.fspath(output_dir), f".{name}.partial")
-            begin, end = shard * len(items) // shards, (shard + 1) * len(items) // shards
-            try:
-                with tf.io.TFRecordWriter(partial) as writer:
-                    for item in items[begin:end]:
-                        writer.write(to_example(item).SerializeToString())
-                        bar.update()
-            except BaseException:
-                tf.io.gfile.remove(partial)
-                raise
-            tf.io.gfile.rename(partial, path, overwrite=True)  # never a half-written shard
-            paths.append(path)
-    return paths
-
-
-def write_dataset_info(
-    output_dir: str | os.PathLike, classes: Sequence[str], num_train: int, num_eval: int
-) -> dict[str, Any]:
-    """Writes and returns dataset_info.json: counts and label convention for ClassificationInput."""
-    import tensorflow as tf
-
-    info = {
-        "num_classes": len(classes),
-        "label_offset": LABEL_OFFSET,
-        "num_train_examples": num_train,
-        "num_eval_examples": num_eval,
-        "classes": list(classes),
-    }
-    path = os.path.join(os.fspath(output_dir), INFO_FILE)
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(info, f, indent=2)
-    return info
 
 
 # ---------------------------------------------------------------- reading the image folders
@@ -267,12 +170,19 @@ def _item_example(item: ImageItem) -> tf.train.Example:
     return image_example(encoded, item.label, item.synset, item.path.name, height, width)
 
 
+def _shard_names(output_dir: str) -> list[str]:
+    """Names of the train/validation shards in output_dir."""
+    import tensorflow as tf
+
+    return [n for n in tf.io.gfile.listdir(output_dir) if n.startswith(SPLIT_PREFIXES)]
+
+
 def _prepare_output(output_dir: str) -> None:
     """Creates output_dir; UsageError if it already holds shards (stale ones would be read)."""
     import tensorflow as tf
 
     tf.io.gfile.makedirs(output_dir)
-    existing = [n for n in tf.io.gfile.listdir(output_dir) if n.startswith(SPLIT_PREFIXES)]
+    existing = _shard_names(output_dir)
     if existing:
         raise UsageError(
             f"--output_dir {output_dir} already holds shards ({existing[0]}, ...); "
@@ -306,9 +216,8 @@ def convert(
             validation, _item_example, output_dir, "validation", validation_shards, progress
         )
     except BaseException:  # a bad image or an interrupt: no partial dataset is left behind
-        for name in tf.io.gfile.listdir(output_dir):  # held no shards before (_prepare_output)
-            if name.startswith(SPLIT_PREFIXES):
-                tf.io.gfile.remove(os.path.join(output_dir, name))
+        for name in _shard_names(output_dir):  # held none before (_prepare_output)
+            tf.io.gfile.remove(os.path.join(output_dir, name))
         raise
     return write_dataset_info(output_dir, classes, len(train), len(validation))
 
