@@ -37,11 +37,14 @@ def register_model(name: str, family: str, description: str = "") -> Callable:
     return wrap
 
 
-def _load_all() -> None:
-    """Imports every model family's model.py (and task.py, where the family has its own task)
-    so that its variants and gin configurables register."""
+def load_all() -> None:
+    """Imports the shared tasks and every model family's model.py (and task.py, where the
+    family has its own task), so that every variant, task and gin configurable registers."""
     import models
+    from models.core import tasks
 
+    for info in pkgutil.iter_modules(tasks.__path__):
+        importlib.import_module(f"models.core.tasks.{info.name}")
     for info in pkgutil.iter_modules(models.__path__):
         if info.ispkg and info.name not in _NOT_MODELS:
             importlib.import_module(f"models.{info.name}.model")
@@ -51,12 +54,12 @@ def _load_all() -> None:
 
 def list_models(family: str | None = None) -> list[str]:
     """Names of all registered variants, optionally of one family, sorted."""
-    _load_all()
+    load_all()
     return sorted(n for n, e in _REGISTRY.items() if family in (None, e.family))
 
 
 def model_entry(name: str) -> ModelEntry:
-    _load_all()
+    load_all()
     if name not in _REGISTRY:
         raise UsageError(f"unknown model '{name}'{nearest(name, _REGISTRY)}")
     return _REGISTRY[name]

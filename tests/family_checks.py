@@ -6,24 +6,25 @@ import gin
 import numpy as np
 import orbit
 import tensorflow as tf
-from zoo_testing import latest_record, run_model
+from zoo_testing import latest_record, plan, run_model
 
+from models import registry
 from models.core import gin_config
+from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy
-from models.core.tasks.image_classification import ImageClassificationTask
 from models.core.trainer import Trainer
 
 
 def build_trainer(strategy, jit_compile: bool = False, weights=None) -> Trainer:
     """The parsed recipe's task, model and optimiser under `strategy`, batch 64."""
-    task = ImageClassificationTask(seed=0)
+    registry.load_all()
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, seed=0)
     with strategy.scope():
         models = task.build_models()
         if weights is not None:
             models["model"].set_weights(weights)
-        optimizers = task.build_optimizers(
-            models, {"steps_per_epoch": 20, "total_steps": 100, "global_batch_size": 64}
-        )
+        optimizers = task.build_optimizers(models, plan(20, 100, 64))
         step = orbit.utils.create_global_step()
     return Trainer(task, strategy, models, optimizers, step, 64, jit_compile=jit_compile)
 

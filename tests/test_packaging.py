@@ -73,11 +73,11 @@ def _install_wheel(tmp_path: Path) -> Path:
 
 
 def _repo_recipes() -> dict[str, set[str]]:
-    """configs/<family>/*.gin of the repository, by family (slices/ is not a family)."""
+    """configs/<family>/*.gin of the repository, by family (slices/ and data/ are not)."""
     return {
         family.name: {p.stem for p in family.glob("*.gin")}
         for family in (REPO / "configs").iterdir()
-        if family.is_dir() and family.name != "slices"
+        if family.is_dir() and family.name not in ("slices", "data")
     }
 
 

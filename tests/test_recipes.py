@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import gin
 import pytest
+from zoo_testing import plan
 
 from models import registry
 from models.core import gin_config, optimization
+from models.core.recipe import RunSpec
 from models.core.settings import TrainSettings
-from models.core.tasks.image_classification import ImageClassificationTask
 
-registry.list_models()  # imports every family, so that recipes' @builders resolve
+registry.load_all()  # every family and task, so that recipes' @references resolve
 RECIPES = sorted(
     f"{p.parent.name}/{p.name}"
     for p in registry.CONFIGS_DIR.glob("*/*.gin")
-    if p.parent.name != "slices"
+    if p.parent.name not in ("slices", "data")
 )
 IMAGENET = [r for r in RECIPES if "imagenet" in r]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
@@ -34,10 +35,7 @@ def _resolved(files: list[str]) -> tuple[set[str], int]:
     gin.clear_config()
     gin_config.parse(files, [])
     settings = TrainSettings()
-    schedule = optimization.learning_rate(
-        steps_per_epoch=100, total_steps=100 * 50, global_batch_size=settings.global_batch_size
-    )
-    optimization.build_optimizer(schedule)
+    optimization.build_optimizer(plan(100, 100 * 50, settings.global_batch_size), "model")
     bindings = {
         line
         for line in gin.config_str().splitlines()
@@ -60,7 +58,8 @@ def test_imagenet_recipe_composes_with_slice_files(recipe):
     for slice_file, batch in (("slices/v3-32.gin", 4096), ("slices/v3-128.gin", 16384)):
         assert _resolved([recipe, slice_file]) == (alone, batch)
         assert _resolved([slice_file, recipe])[0] == alone  # the recipe's batch wins
-    task = ImageClassificationTask()
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model)
     assert task.input.num_classes == 1000 and task.input.label_offset == 1
     assert TrainSettings().target_metric == "top_1_accuracy"
 

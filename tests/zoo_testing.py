@@ -13,6 +13,15 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
 
+def plan(steps_per_epoch: int | None, total_steps: int, global_batch_size: int):
+    """A StepPlan of that shape and no evaluations, for building schedules and optimisers."""
+    from models.core.durations import Clock
+    from models.core.settings import StepPlan
+
+    clock = Clock(global_batch_size, steps_per_epoch)
+    return StepPlan(clock, total_steps, total_steps, total_steps, evaluations={})
+
+
 def model_command(family: str, model_dir, *args: str) -> list[str]:
     """`python -m models.<family> --model_dir=... ARGS`, as a user types it."""
     return [PYTHON, "-m", f"models.{family}", f"--model_dir={model_dir}", *args]

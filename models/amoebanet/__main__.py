@@ -1,7 +1,6 @@
 """`python -m models.amoebanet --model_dir=DIR` trains configs/amoebanet/default.gin on digits."""
 
-from models.amoebanet.task import AmoebaNetTask
 from models.core.main import main
 
 if __name__ == "__main__":
-    main(AmoebaNetTask, family="amoebanet", default_recipe="amoebanet/default.gin")
+    main(family="amoebanet")

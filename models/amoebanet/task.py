@@ -15,13 +15,13 @@ class AmoebaNetTask(ImageClassificationTask):
     drop_connect_version 'v1'). The auxiliary head's loss is the shared task's
     (`ImageClassificationTask.aux_loss_weight`)."""
 
-    def __init__(self, data_dir: str | None = None, seed: int | None = None):
-        super().__init__(data_dir=data_dir, seed=seed)
+    def __init__(self, model: str, data_dir: str | None = None, seed: int | None = None):
+        super().__init__(model=model, data_dir=data_dir, seed=seed)
         self.total_steps: int | None = None
 
-    def build_optimizers(self, models, schedule_args):
-        self.total_steps = schedule_args["total_steps"]
-        return super().build_optimizers(models, schedule_args)
+    def build_optimizers(self, models, plan):
+        self.total_steps = plan.total_steps
+        return super().build_optimizers(models, plan)
 
     def per_example_loss(self, model, optimizer, images, labels):
         if isinstance(model, AmoebaNet):

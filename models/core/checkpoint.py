@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -24,9 +25,15 @@ class Preempted(Exception):
 
 
 def build_manager(
-    model_dir: str, global_step: tf.Variable, interval: int, max_to_keep: int, **trackables
+    model_dir: str,
+    global_step: tf.Variable,
+    interval: int,
+    max_to_keep: int,
+    init_fn: Callable[[], None] | None = None,
+    **trackables,
 ) -> tf.train.CheckpointManager:
-    """A CheckpointManager over every model and optimiser; saves are atomic (temp + rename)."""
+    """A CheckpointManager over every model and optimiser; saves are atomic (temp + rename).
+    `init_fn` runs instead of a restore when model_dir has no checkpoint yet."""
     checkpoint = tf.train.Checkpoint(global_step=global_step, **trackables)
     return tf.train.CheckpointManager(
         checkpoint,
@@ -34,6 +41,7 @@ def build_manager(
         max_to_keep=max_to_keep,
         step_counter=global_step,
         checkpoint_interval=interval,
+        init_fn=init_fn,
     )
 
 
@@ -61,18 +69,20 @@ def _unusable(model_dir: str, error: Exception, what: str, fix: str) -> Exceptio
 
 
 class NanGuard:
-    """orbit train action: aborts before the loop's checkpoint when the loss is NaN/Inf."""
+    """orbit train action: aborts before the loop's checkpoint when a train log (a loss) is
+    NaN/Inf."""
 
     def __init__(self, global_step: tf.Variable):
         self.global_step = global_step
 
     def __call__(self, output: dict) -> None:
-        loss = float(output.get("loss", 0.0))
-        if not math.isfinite(loss):
-            raise TrainingAborted(
-                f"loss is {loss} at step {int(self.global_step.numpy())}: training diverged; "
-                "the last good checkpoint is kept (lower the learning rate or check the data)"
-            )
+        for name, value in output.items():
+            if not math.isfinite(float(value)):
+                raise TrainingAborted(
+                    f"{name} is {float(value)} at step {int(self.global_step.numpy())}: "
+                    "training diverged; the last good checkpoint is kept (lower the learning "
+                    "rate or check the data)"
+                )
 
 
 class PreemptionWatcher:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import tensorflow as tf
 
 from models.core.errors import UsageError
-from models.core.ports import check_port_free
+from models.core.ports import check_port_free, split_address
 
 ROLES = ("chief", "worker")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", socket.gethostname()}
@@ -50,11 +50,12 @@ def write_tf_config(worker_hosts: list[str], task_index: int) -> None:
 
 
 def _address_error(address: object) -> str | None:
-    if not isinstance(address, str) or ":" not in address:
+    if not isinstance(address, str):
         return f"'{address}' is not HOST:PORT"
-    port = address.rpartition(":")[2]
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        return f"'{address}' has no valid port"
+    try:
+        split_address(address, f"'{address}'")
+    except UsageError as error:
+        return str(error)
     return None
 
 
@@ -84,9 +85,9 @@ def parse_tf_config(raw: str | None) -> Cluster:
 
 def check_own_port(cluster: Cluster) -> None:
     """This worker's port must be free on this host (else gRPC fails late and obscurely)."""
-    host, _, port = cluster.address.rpartition(":")
+    host, port = split_address(cluster.address, f"{cluster.role} {cluster.index}")
     if host in _LOCAL_HOSTS:
-        check_port_free(int(port), f"{cluster.role} {cluster.index} ({cluster.address})")
+        check_port_free(port, f"{cluster.role} {cluster.index} ({cluster.address})")
 
 
 # Runs in a helper process: TensorFlow holds the GIL while it waits for the other workers, so no

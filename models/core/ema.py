@@ -74,8 +74,6 @@ class WeightAverage:
             average.assign(held)
 
 
-def build_averages(models: dict, optimized: list[str], decay: float) -> dict[str, WeightAverage]:
-    """A WeightAverage for each optimised model when decay > 0, else none."""
-    if not decay:
-        return {}
-    return {name: WeightAverage(models[name], decay) for name in optimized}
+def build_averages(models: dict, decays: dict[str, float]) -> dict[str, WeightAverage]:
+    """A WeightAverage for each model whose decay (its `optimizer.ema_decay`) is > 0."""
+    return {name: WeightAverage(models[name], decay) for name, decay in decays.items() if decay}

@@ -17,13 +17,17 @@ from models.core.cluster import is_chief, is_multi_worker
 from models.core.ema import build_averages
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
+from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.service_watch import DispatcherWatch
-from models.core.settings import StepPlan, TrainSettings
+from models.core.settings import DEFAULT_EVALUATION, EvalPlan, StepPlan, TrainSettings
 from models.core.strategy import check_jit_compile
+from models.core.target import Target
 from models.core.task import Task
 from models.core.trainer import Evaluator, Trainer
+
+EVALUATING_MODES = ("eval", "train_and_eval", "continuous_eval")
 
 
 @dataclass
@@ -33,6 +37,7 @@ class RunOptions:
     model_dir: str
     mode: str
     model_name: str
+    family: str
     recipe: str
     slice_name: str
     precision: str
@@ -51,11 +56,13 @@ class Experiment:
         check_jit_compile(settings.jit_compile, strategy)
         self.chief = is_chief(strategy)
         self.training = options.mode in ("train", "train_and_eval")
-        if self.training:
+        if self.training and settings.init_checkpoint:
+            resolve_checkpoint(settings.init_checkpoint)  # a wrong path fails before building
+        if self.training and not settings.synthetic_input:
             task.validate_data()
-        self.plan = StepPlan.make(
-            settings, task.num_examples("train"), task.num_examples("validation")
-        )
+        train_size = None if settings.synthetic_input else task.num_examples("train")
+        self.plan = StepPlan.make(settings, train_size, task.num_examples)
+        self.target = self._target()
         self.models, self.optimizers, self.global_step, self.averages = self._build_models()
         # Non-chief workers must write their (collective) saves somewhere else: a temp dir.
         self.checkpoint_dir = options.model_dir if self.chief else tempfile.mkdtemp("-zoo-worker")
@@ -64,18 +71,37 @@ class Experiment:
             self.global_step,
             self.plan.checkpoint_interval,
             settings.max_checkpoints_to_keep if self.chief else 1,
+            init_fn=self._initialise if self.training and settings.init_checkpoint else None,
             **self.models,
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
             **{f"average_{k}": v.averages for k, v in self.averages.items()},
         )
-        self.trainer, self.evaluator = self._build_runners()
+        self.trainer = self._build_trainer() if self.training else None
+        self.evaluators = self._build_evaluators()
         self.recorder = self._build_recorder()
         self.preemption = self._build_preemption()
         self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
         with ckpt.checkpoint_must_fit(options.model_dir):
-            self.controller = self._build_controller() if self.trainer or self.evaluator else None
+            self.controller = self._build_controller() if self.trainer else None
+        self.eval_controllers = {n: self._eval_controller(e) for n, e in self.evaluators.items()}
         self._wrote_config = False
+        self._train_logs: dict[str, float] = {}
         self._check_target_metric()
+
+    # ------------------------------------------------------------------ building
+
+    def _target(self) -> Target | None:
+        name, value = self.settings.target_metric, self.settings.target_value
+        if name is None or value is None:
+            return None
+        return Target(name, float(value), self.task.is_lower_better(name))
+
+    def _initialise(self) -> None:
+        """CheckpointManager's init_fn: before step 0 only, never on resume."""
+        settings = self.settings
+        modules = tuple(settings.init_checkpoint_modules)
+        message = restore_init_checkpoint(settings.init_checkpoint, modules, self.models)
+        print(message, flush=True)
 
     def _build_preemption(self):
         """SIGTERM handling: TensorFlow's PreemptionCheckpointHandler across workers (every
@@ -90,99 +116,119 @@ class Experiment:
             return ckpt.ClusterPreemption(self.strategy, self.manager, self.global_step)
 
     def _check_target_metric(self) -> None:
-        """A target on a metric the evaluation does not compute fails before any training."""
-        name = self.settings.target_metric
-        known = [m.name for m in self.evaluator.metrics] if self.evaluator else []
-        if name and known and name not in known + [self.task.primary_metric]:
+        """A target on a metric no evaluation computes fails before any training (metrics
+        computed outside the graph are known only after an evaluation)."""
+        if self.target is None or not self.evaluators:
+            return
+        known = [name for e in self.evaluators.values() for name in e.metric_names()]
+        scored_outside = type(self.task).reduce_aggregated_logs is not Task.reduce_aggregated_logs
+        if self.target.metric not in known and not scored_outside:
             raise UsageError(
-                f"--target_metric={name} is not an eval metric{nearest(name, known)} "
-                f"(have: {', '.join(known)})"
+                f"--target_metric={self.target.metric} is not an eval metric"
+                f"{nearest(self.target.metric, known)} (have: {', '.join(known)})"
             )
 
     def _build_models(self):
         """Models, optimisers, the global step and weight averages, under the strategy scope."""
-        schedule_args = {
-            "steps_per_epoch": self.plan.steps_per_epoch,
-            "total_steps": self.plan.total_steps,
-            "global_batch_size": self.settings.global_batch_size,
-        }
         with self.strategy.scope():
             models = self.task.build_models()
-            optimizers = self.task.build_optimizers(models, schedule_args)
+            optimizers = self.task.build_optimizers(models, self.plan)
             global_step = orbit.utils.create_global_step()
             if not self.training:
                 for name, optimizer in optimizers.items():  # slots, so that restores match
                     optimizer.build(models[name].trainable_variables)
-            averages = build_averages(models, list(optimizers), optimization.ema_decay())
+            averages = build_averages(
+                models, {name: optimization.ema_decay(name) for name in optimizers}
+            )
         return models, optimizers, global_step, averages
 
-    def _build_runners(self) -> tuple[Trainer | None, Evaluator | None]:
-        task, strategy, settings, mode = self.task, self.strategy, self.settings, self.options.mode
-        eval_batch = settings.eval_batch_size or settings.global_batch_size
-        trainer = evaluator = None
-        if self.training:
-            trainer = Trainer(
-                task,
-                strategy,
+    def _build_trainer(self) -> Trainer:
+        settings = self.settings
+        return Trainer(
+            self.task,
+            self.strategy,
+            self.models,
+            self.optimizers,
+            self.global_step,
+            settings.global_batch_size,
+            jit_compile=settings.jit_compile,
+            averages=self.averages,
+            data_service=self.options.tf_data_service,
+            synthetic_input=settings.synthetic_input,
+        )
+
+    def _build_evaluators(self) -> dict[str, Evaluator]:
+        if self.options.mode not in EVALUATING_MODES:
+            return {}
+        return {
+            name: Evaluator(
+                self.task,
+                self.strategy,
                 self.models,
-                self.optimizers,
-                self.global_step,
-                settings.global_batch_size,
-                jit_compile=settings.jit_compile,
-                averages=self.averages,
-                data_service=self.options.tf_data_service,
-            )
-        if mode in ("eval", "train_and_eval", "continuous_eval"):
-            evaluator = Evaluator(
-                task,
-                strategy,
-                self.models,
-                eval_batch,
-                jit_compile=settings.jit_compile,
+                evaluation,
+                jit_compile=self.settings.jit_compile,
                 averages=self.averages,
             )
-        return trainer, evaluator
+            for name, evaluation in self.plan.evaluations.items()
+        }
 
     def _build_recorder(self) -> RunRecorder:
-        options, settings = self.options, self.settings
+        options, settings, target = self.options, self.settings, self.target
         info = RunInfo(
             model=options.model_name,
+            family=options.family,
             recipe=options.recipe,
             slice=options.slice_name,
             replicas=self.strategy.num_replicas_in_sync,
             global_batch_size=settings.global_batch_size,
             precision=options.precision,
             seed=options.seed,
-            target_metric=settings.target_metric,
-            target_value=settings.target_value,
+            target_metric=target.metric if target else None,
+            target_value=target.value if target else None,
+            target_direction=target.direction if target else None,
         )
         return RunRecorder(options.model_dir, info, chief=self.chief and self.training)
 
+    def _summary_dir(self, name: str) -> str | None:
+        return f"{self.options.model_dir}/summaries/{name}" if self.chief else None
+
     def _build_controller(self) -> orbit.Controller:
-        """orbit's outer loop; restores the latest checkpoint in model_dir if there is one."""
-        model_dir = self.options.model_dir
+        """orbit's training loop; restores the latest checkpoint in model_dir if there is one
+        (else runs the init checkpoint, if the recipe names one)."""
         return orbit.Controller(
             global_step=self.global_step,
             trainer=self.trainer,
-            evaluator=self.evaluator,
             strategy=self.strategy,
             train_actions=[ckpt.NanGuard(self.global_step), self._after_loop, self.preemption],
             steps_per_loop=self.plan.steps_per_loop,
             checkpoint_manager=self.manager,
-            summary_interval=self.plan.steps_per_loop if self.trainer else None,
-            summary_dir=f"{model_dir}/summaries/train" if self.chief else None,
-            eval_summary_dir=f"{model_dir}/summaries/eval" if self.chief else None,
+            summary_interval=self.plan.steps_per_loop,
+            summary_dir=self._summary_dir("train"),
+        )
+
+    def _eval_controller(self, evaluator: Evaluator) -> orbit.Controller:
+        """One evaluation's runner; it writes to summaries/eval (or eval_<name>)."""
+        name = evaluator.evaluation.name
+        folder = "eval" if name == DEFAULT_EVALUATION else f"eval_{name}"
+        return orbit.Controller(
+            global_step=self.global_step,
+            evaluator=evaluator,
+            strategy=self.strategy,
+            eval_summary_dir=self._summary_dir(folder),
         )
 
     def _after_loop(self, output: dict) -> None:
-        """Per-loop bookkeeping: operative config after the first loop, throughput, profiler."""
-        self.recorder.train_progress(float(output.get("examples_per_second", 0.0)))
+        """Per-loop bookkeeping: train logs, operative config after the first loop, profiler."""
+        self._train_logs = {k: float(v) for k, v in output.items()}
+        self.recorder.train_progress(self._train_logs)
         self.profiler.at_step(int(self.global_step.numpy()))
         if self.chief and not self._wrote_config:
             path = gin_config.write_operative_config(self.options.model_dir)
             with self.controller.summary_manager.summary_writer().as_default():
                 tf.summary.text("operative_config", tf.io.read_file(path), step=0)
             self._wrote_config = True
+
+    # ------------------------------------------------------------------ running
 
     def run(self) -> dict:
         try:
@@ -197,47 +243,53 @@ class Experiment:
             raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
         if mode == "continuous_eval" and is_multi_worker(self.strategy):
             raise UsageError("--mode=continuous_eval runs as one process beside the training job")
-        if mode == "train":
-            return self._train(evaluate=False)
-        if mode == "train_and_eval":
-            return self._train(evaluate=True)
+        if mode in ("train", "train_and_eval"):
+            return self._train(evaluate=mode == "train_and_eval")
         if mode == "eval":
-            return self._evaluate()
+            self._restore(latest)
+            return self._evaluate(self.plan.evaluations.values())
         if mode == "continuous_eval":
-            self.controller.evaluate_continuously(
-                self.plan.eval_steps, timeout=self.settings.continuous_eval_timeout_s
-            )
-            return {}
-        with ckpt.checkpoint_must_fit(self.options.model_dir):
-            self.manager.checkpoint.restore(latest).expect_partial()
+            return self._evaluate_continuously()
+        self._restore(latest)
         for average in self.averages.values():  # export what evaluation measures
             average.swap(self.strategy)
         step = int(self.global_step.numpy())
         export_root = self.options.model_dir if self.chief else self.checkpoint_dir
         return {"export_dir": export_saved_model(self.task, self.models, export_root, step)}
 
-    def _evaluate(self) -> dict:
-        metrics = self.controller.evaluate(self.plan.eval_steps)
-        return {k: float(v) for k, v in metrics.items() if k != "steps_per_second"}
+    def _restore(self, path: str) -> None:
+        with ckpt.checkpoint_must_fit(self.options.model_dir), self.strategy.scope():
+            self.manager.checkpoint.restore(path).expect_partial()
 
-    def _reached(self, metrics: dict) -> bool:
-        name, value = self.settings.target_metric, self.settings.target_value
-        if name is None or value is None:
-            return False
-        if name not in metrics:
-            raise UsageError(
-                f"--target_metric={name} is not an eval metric (have: {', '.join(metrics)})"
-            )
-        return metrics[name] >= value
+    def _evaluate(self, evaluations) -> dict:
+        """Runs the given evaluations; their metrics, merged."""
+        metrics = {}
+        for evaluation in evaluations:
+            output = self.eval_controllers[evaluation.name].evaluate(evaluation.steps)
+            metrics.update({k: float(v) for k, v in output.items() if k != "steps_per_second"})
+        return metrics
+
+    def _evaluate_continuously(self) -> dict:
+        """Evaluates each new checkpoint in model_dir until the last step or the timeout."""
+        metrics, model_dir = {}, self.options.model_dir
+        timeout = self.settings.continuous_eval_timeout_s
+        for path in tf.train.checkpoints_iterator(model_dir, timeout=timeout):
+            self._restore(path)
+            step = int(self.global_step.numpy())
+            metrics = self._evaluate(self.plan.evaluations.values())
+            self._progress(step, metrics)
+            if step >= self.plan.total_steps:
+                break
+        return metrics
 
     def _train(self, evaluate: bool) -> dict:
         plan, step = self.plan, int(self.global_step.numpy())
         if step:
-            print(f"resumed from checkpoint at step {step} (epoch {plan.epoch(step)})", flush=True)
+            print(f"resumed from checkpoint at step {step}{self._epoch_text(step)}", flush=True)
         self.recorder.run_start(
             describe_accelerator(self.strategy),
-            self.task.num_examples("train"),
-            self.task.num_examples("validation"),
+            self.task.num_examples("train") if not self.settings.synthetic_input else None,
+            self._eval_samples(),
         )
         try:
             with self._dispatcher_watch():
@@ -246,27 +298,57 @@ class Experiment:
             self.recorder.run_stop(success=False)
             raise
         self.controller.save_checkpoint()
-        has_target = self.settings.target_metric is not None and evaluate
-        self.recorder.run_stop(success=reached or not has_target)
+        has_target = self.target is not None and evaluate
+        self.recorder.run_stop(success=reached or not has_target, reached_target=reached)
         results = {"step": step, "epoch": plan.epoch(step), **metrics}
+        if results["epoch"] is None:
+            del results["epoch"]
         if reached:
             results["time_to_accuracy_s"] = self.recorder.record.time_to_accuracy_s
         elif has_target:
             results["target_not_reached"] = True
         return results
 
+    def _eval_samples(self) -> int | None:
+        evaluation = self.plan.evaluations.get(DEFAULT_EVALUATION)
+        split = evaluation.split if evaluation else next(iter(self.plan.evaluations.values())).split
+        return self.task.num_examples(split)
+
     def _train_loop(self, evaluate: bool, step: int) -> tuple[dict, bool, int]:
-        """Train in eval intervals until the last step or the target; (metrics, reached, step)."""
+        """Train to each evaluation's cadence until the last step or the target;
+        (metrics, reached, step)."""
         plan, metrics, reached = self.plan, {}, False
         while step < plan.total_steps and not reached:
-            target = min((step // plan.eval_interval + 1) * plan.eval_interval, plan.total_steps)
-            self.controller.train(target, checkpoint_at_completion=False)
+            self.controller.train(plan.next_stop(step), checkpoint_at_completion=False)
             step = int(self.global_step.numpy())
-            if evaluate:
-                metrics, reached = self._eval_and_record(step)
+            due = plan.due(step) if evaluate else []
+            reached = self._round(step, due, metrics)
         if evaluate and not metrics:  # resumed a finished run: report where it stands
-            metrics, reached = self._eval_and_record(step)
+            reached = self._round(step, list(plan.evaluations.values()), metrics)
         return metrics, reached, step
+
+    def _round(self, step: int, due: list[EvalPlan], metrics: dict) -> bool:
+        """Runs the due evaluations into `metrics`, records and prints; whether the target
+        is reached."""
+        fresh = self._evaluate(due) if due else {}
+        metrics.update(fresh)
+        if fresh:
+            epoch = self.plan.epoch(step)
+            epoch_num = epoch if epoch is not None else step * self.plan.global_batch_size
+            self.recorder.eval_result(step, epoch, fresh, epoch_num)
+        self._progress(step, fresh)
+        return self._reached(step, fresh, metrics)
+
+    def _reached(self, step: int, fresh: dict, metrics: dict) -> bool:
+        target = self.target
+        if target is None or not fresh:
+            return False
+        if target.metric not in metrics and step >= self.plan.total_steps:
+            raise UsageError(
+                f"--target_metric={target.metric} is not an eval metric "
+                f"(have: {', '.join(metrics)})"
+            )
+        return target.metric in fresh and target.reached(fresh[target.metric])
 
     def _dispatcher_watch(self):
         """With a tf.data service, a watch that ends a run whose dispatcher went silent."""
@@ -276,18 +358,23 @@ class Experiment:
         on_give_up = functools.partial(self.recorder.run_stop, success=False)
         return DispatcherWatch(address, self.options.tf_data_service_timeout_s, on_give_up)
 
-    def _eval_and_record(self, step: int) -> tuple[dict, bool]:
-        metrics = self._evaluate()
-        reached = self._reached(metrics)
-        self.recorder.eval_result(self.plan.epoch(step), metrics)
-        self._progress(step, metrics)
-        return metrics, reached
+    def _epoch_text(self, step: int) -> str:
+        epoch = self.plan.epoch(step)
+        return "" if epoch is None else f" (epoch {epoch:g})"
 
     def _progress(self, step: int, metrics: dict) -> None:
-        shown = " | ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-        rate = self.recorder.record.examples_per_second or 0.0
-        print(
-            f"epoch {self.plan.epoch(step):g}/{self.settings.epochs:g} | step {step} | {shown} | "
-            f"{rate:.0f} examples/s | {self.recorder.elapsed():.1f} s",
-            flush=True,
-        )
+        """One line per evaluation round (or per stop when only training)."""
+        parts = [f"step {step}/{self.plan.total_steps}"]
+        epoch, epochs = self.plan.epoch(step), self.plan.epoch(self.plan.total_steps)
+        if epoch is not None:
+            parts.insert(0, f"epoch {epoch:g}/{epochs:g}")
+        shown = {k: v for k, v in self._train_logs.items() if k != "examples_per_second"}
+        if shown:
+            parts.append("train " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items()))
+        if metrics:
+            parts.append("eval " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        rate = self._train_logs.get("examples_per_second")
+        if rate is not None:
+            parts.append(f"{rate:.0f} examples/s")
+        parts.append(f"{self.recorder.elapsed():.1f} s")
+        print(" | ".join(parts), flush=True)

@@ -9,7 +9,8 @@ import gin
 import gin.resource_reader
 import tf_keras
 
-from models.core import optimization, settings  # noqa: F401 - registers core configurables
+from models import registry
+from models.core import optimization, recipe, settings, strategy  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
 from models.core.files import write_atomically
 from models.registry import CONFIGS_DIR
@@ -18,6 +19,13 @@ OPERATIVE_CONFIG = "operative_config.gin"
 _UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
 _UNKNOWN_PARAMETER = re.compile(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
 _LOCATION = re.compile(r'In (file "[^"]+", line \d+|bindings string line \d+)')
+SLICES = "slices"
+# Parameters that moved (spine v2): an old recipe or operative_config.gin names the new place.
+MOVED = {
+    ("train", "eval_every_epochs"): "evaluation.every_epochs",
+    ("train", "eval_batch_size"): "evaluation.batch_size",
+    ("ImageClassificationTask", "model_fn"): "run.model (a registered variant name)",
+}
 
 
 # gin's package-resource reader imports the first part of an `include` path as a Python
@@ -88,16 +96,45 @@ def _explain(error: Exception, bindings: list[str]) -> str:
         return f"unknown gin configurable '{name}'{where}{nearest(name, _known_configurables())}"
     if match := _UNKNOWN_PARAMETER.search(text):
         owner, param = match.groups()
+        if moved := MOVED.get((owner.split(".")[-1], param)):
+            return f"gin parameter '{owner}.{param}'{where} is now {moved}"
         hint = nearest(param, _parameters_of(owner))
         return f"gin configurable '{owner}' has no parameter '{param}'{where}{hint}"
     return f"bad gin config{where}: {text.strip().splitlines()[0]}"
 
 
-def parse(files: list[str], bindings: list[str], family: str | None = None) -> list[str]:
-    """Parses recipe files then bindings (bindings win); returns the resolved file paths."""
+def _is_slice_file(path: str) -> bool:
+    return Path(path).resolve().parent == (CONFIGS_DIR / SLICES).resolve()
+
+
+def _with_slice_last(paths: list[str], slice_name: str | None) -> list[str]:
+    """Recipe files, then slice files (a slice file sets the batch whatever its place on the
+    command line); --slice=NAME adds configs/slices/NAME.gin when no slice file is named."""
+    slices = [p for p in paths if _is_slice_file(p)]
+    if slice_name and not slices and (CONFIGS_DIR / SLICES / f"{slice_name}.gin").is_file():
+        slices = [str(CONFIGS_DIR / SLICES / f"{slice_name}.gin")]
+    for path in slices:
+        if slice_name and Path(path).stem != slice_name:
+            raise UsageError(
+                f"--gin_file={path} is the slice file of {Path(path).stem}, not of "
+                f"--slice={slice_name}"
+            )
+    return [p for p in paths if not _is_slice_file(p)] + slices
+
+
+def parse(
+    files: list[str],
+    bindings: list[str],
+    family: str | None = None,
+    slice_name: str | None = None,
+) -> list[str]:
+    """Parses recipe files, then slice files, then bindings (bindings win); returns the
+    resolved file paths in that order. Every task, model and configurable is registered
+    first (the registry imports each family), so recipes never depend on import order."""
+    registry.load_all()
     register_externals()
     gin.add_config_file_search_path(str(CONFIGS_DIR))
-    paths = [resolve_gin_file(f, family) for f in files]
+    paths = _with_slice_last([resolve_gin_file(f, family) for f in files], slice_name)
     try:
         gin.parse_config_files_and_bindings(paths, bindings, finalize_config=False)
     except Exception as error:  # noqa: BLE001 - gin raises Value/Syntax/Key/Type/tokenize errors

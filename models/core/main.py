@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
 import tf_keras
 from absl import flags, logging
 
+from models import registry
 from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.cluster import write_tf_config
@@ -18,6 +18,7 @@ from models.core.experiment import Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.ports import check_reachable, split_address
 from models.core.precision import set_precision
+from models.core.recipe import RunSpec
 from models.core.settings import TrainSettings
 from models.core.strategy import build_strategy, check_slice_matches
 from models.core.task import Task
@@ -66,33 +67,42 @@ def _make_model_dir(model_dir: str) -> None:
         raise UsageError(f"--model_dir={model_dir}: not a directory")
 
 
-def run_from_flags(task_factory: Callable[..., Task], family: str, default_recipe: str):
-    """Flags -> gin -> strategy -> task -> Experiment.run(); returns the run's results."""
-    if not FLAGS.model_dir:
-        raise UsageError("--model_dir is required")
-    if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
-        raise UsageError("--data_dir is empty")
-    files = FLAGS.gin_file or [default_recipe]
-    gin_config.parse(files, FLAGS.gin_param + FLAGS.gin_bindings, family=family)
-    _cluster_from_flags()
-    strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice, FLAGS.cluster_timeout_s)
-    check_slice_matches(FLAGS.slice, strategy)
-    set_precision(FLAGS.precision)
-    tf_keras.utils.set_random_seed(FLAGS.seed)
+def _settings(task: Task) -> TrainSettings:
+    """The recipe's train settings, with --target_metric/--target_value applied."""
     settings = TrainSettings()
     if FLAGS.target_metric is not None:
         settings.target_metric = FLAGS.target_metric
     if FLAGS.target_value is not None:
         settings.target_value = FLAGS.target_value
-    task = task_factory(data_dir=FLAGS.data_dir, seed=FLAGS.seed)
-    settings.target_metric = settings.target_metric or (
-        task.primary_metric if settings.target_value is not None else None
-    )
+    if settings.target_value is not None and settings.target_metric is None:
+        settings.target_metric = task.primary_metric
+    return settings
+
+
+def run_from_flags(family: str) -> dict:
+    """Flags -> gin -> strategy -> the recipe's task and model -> Experiment.run()."""
+    if not FLAGS.model_dir:
+        raise UsageError("--model_dir is required")
+    if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
+        raise UsageError("--data_dir is empty")
+    files = FLAGS.gin_file or [f"{family}/default.gin"]
+    bindings = FLAGS.gin_param + FLAGS.gin_bindings
+    gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
+    spec = RunSpec().check()
+    entry = registry.model_entry(spec.model)
+    _cluster_from_flags()
+    strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice, FLAGS.cluster_timeout_s)
+    check_slice_matches(FLAGS.slice, strategy)
+    set_precision(FLAGS.precision)
+    tf_keras.utils.set_random_seed(FLAGS.seed)
+    task = spec.task(model=spec.model, data_dir=FLAGS.data_dir, seed=FLAGS.seed)
+    settings = _settings(task)
     _make_model_dir(FLAGS.model_dir)
     options = RunOptions(
         model_dir=FLAGS.model_dir,
         mode=FLAGS.mode,
-        model_name=family,
+        model_name=spec.model,
+        family=entry.family,
         recipe=FLAGS.recipe or _recipe_name(files),
         slice_name=FLAGS.slice or f"{strategy.num_replicas_in_sync}-replica",
         precision=FLAGS.precision,
@@ -114,15 +124,16 @@ def _report(results: dict) -> None:
     )
     print(f"done: {shown}", flush=True)
     if "time_to_accuracy_s" in results:
+        where = f"epoch {results['epoch']:g}" if "epoch" in results else f"step {results['step']}"
         print(
-            f"time to accuracy: {results['time_to_accuracy_s']:.1f} s "
-            f"(reached at epoch {results['epoch']:g})",
+            f"time to accuracy: {results['time_to_accuracy_s']:.1f} s (reached at {where})",
             flush=True,
         )
 
 
-def main(task_factory: Callable[..., Task], family: str, default_recipe: str) -> None:
-    """Entry point: bad input -> one line and exit 2; SIGTERM -> checkpoint, then exit 143."""
+def main(family: str) -> None:
+    """`python -m models.<family>`: trains the recipe given (default: configs/<family>/
+    default.gin). Bad input -> one line and exit 2; SIGTERM -> checkpoint, then exit 143."""
     define_flags()
     logging.set_verbosity(logging.WARNING)
 
@@ -130,7 +141,7 @@ def main(task_factory: Callable[..., Task], family: str, default_recipe: str) ->
         if len(argv) > 1:
             raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
         try:
-            _report(run_from_flags(task_factory, family, default_recipe) or {})
+            _report(run_from_flags(family) or {})
         except ckpt.Preempted as stop:
             print(f"SIGTERM: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
             sys.exit(PREEMPTED_EXIT_CODE)

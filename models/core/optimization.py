@@ -10,47 +10,59 @@ import tf_keras
 from official.modeling.optimization import lars, lr_schedule
 
 from models.core.errors import UsageError
+from models.core.settings import StepPlan
 
 _NO_DECAY = ["batch_normalization", "bias", "beta", "gamma"]
+# Attribute of a built optimiser: its L2 rate, read by l2_penalty inside the traced step.
+L2_RATE = "l2_rate"
 
 
 @gin.configurable("learning_rate")
 def learning_rate(
-    steps_per_epoch: int,
-    total_steps: int,
-    global_batch_size: int,
+    plan: StepPlan,
     base_lr: float = 0.1,
     base_batch_size: int | None = 256,
-    warmup_epochs: float = 5.0,
+    warmup_steps: int | None = None,
+    warmup_epochs: float | None = None,
+    warmup_examples: int | None = None,
     decay: str = "cosine",
-    boundaries_epochs: tuple[float, ...] = (30, 60, 80),
+    boundaries_steps: tuple[int, ...] | None = None,
+    boundaries_epochs: tuple[float, ...] | None = None,
     decay_factor: float = 0.1,
-    decay_epochs: float = 2.4,
+    decay_steps: int | None = None,
+    decay_epochs: float | None = None,
     poly_power: float = 2.0,
     end_lr: float = 1e-4,
 ) -> tf_keras.optimizers.schedules.LearningRateSchedule | float:
     """Peak lr = base_lr x global_batch / base_batch_size (linear scaling; None keeps base_lr),
-    linear warmup, then cosine, polynomial, step or exponential decay.
+    linear warmup (steps, epochs or examples; none: no warmup), then cosine, polynomial, step
+    (at boundaries_steps or boundaries_epochs) or exponential decay.
 
-    cosine/poly/step start after the warmup. exponential is x decay_factor every decay_epochs
-    (staircase) counted from step 0, as TF1's exponential_decay in the TPU references and
-    Model Garden's `exponential`; the warmup ramps to that schedule's value at its end."""
-    peak = base_lr * (global_batch_size / base_batch_size if base_batch_size else 1.0)
-    warmup = int(round(warmup_epochs * steps_per_epoch))
-    after = max(total_steps - warmup, 1)
+    cosine/poly/step start after the warmup. exponential is x decay_factor every decay_steps
+    or decay_epochs (staircase) counted from step 0, as TF1's exponential_decay in the TPU
+    references and Model Garden's `exponential`; the warmup ramps to that schedule's value at
+    its end."""
+    peak = base_lr * (plan.global_batch_size / base_batch_size if base_batch_size else 1.0)
+    warmup_names = tuple(f"learning_rate.warmup_{u}" for u in ("steps", "epochs", "examples"))
+    warmup = plan.clock.steps(warmup_names, warmup_steps, warmup_epochs, warmup_examples) or 0
+    after = max(plan.total_steps - warmup, 1)
     if decay == "cosine":
         schedule = tf_keras.optimizers.schedules.CosineDecay(peak, after)
     elif decay == "poly":
         schedule = tf_keras.optimizers.schedules.PolynomialDecay(peak, after, end_lr, poly_power)
     elif decay == "step":
-        bounds = [int(e * steps_per_epoch) - warmup for e in boundaries_epochs]
+        bounds = [b - warmup for b in _boundaries(plan, boundaries_steps, boundaries_epochs)]
         values = [peak * decay_factor**i for i in range(len(bounds) + 1)]
         schedule = tf_keras.optimizers.schedules.PiecewiseConstantDecay(bounds, values)
     elif decay == "constant":
         return lr_schedule.LinearWarmup(peak, warmup, 0.0) if warmup > 0 else peak
     elif decay == "exponential":
+        names = ("learning_rate.decay_steps", "learning_rate.decay_epochs", "-")
+        every = plan.clock.steps(names, decay_steps, decay_epochs, None)
+        if not every:
+            raise UsageError("learning_rate.decay='exponential' needs decay_steps or decay_epochs")
         schedule = tf_keras.optimizers.schedules.ExponentialDecay(
-            peak, max(decay_epochs * steps_per_epoch, 1.0), decay_factor, staircase=True
+            peak, float(every), decay_factor, staircase=True
         )
         return lr_schedule.LinearWarmup(schedule, warmup, 0.0) if warmup > 0 else schedule
     else:
@@ -60,6 +72,20 @@ def learning_rate(
     if warmup <= 0:
         return schedule
     return lr_schedule.LinearWarmup(_Offset(schedule, warmup), warmup, 0.0)
+
+
+def _boundaries(
+    plan: StepPlan, steps: tuple[int, ...] | None, epochs: tuple[float, ...] | None
+) -> list[int]:
+    """The step decay's boundaries in steps (default: epochs 30, 60, 80 as ResNet's)."""
+    if steps is not None and epochs is not None:
+        raise UsageError(
+            "learning_rate.boundaries_steps and boundaries_epochs are both set: give one"
+        )
+    if steps is not None:
+        return [int(b) for b in steps]
+    names = ("-", "learning_rate.boundaries_epochs", "-")
+    return [plan.clock.steps(names, None, e, None) for e in (epochs or (30, 60, 80))]
 
 
 class _Offset(tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -86,9 +112,10 @@ def _decays(variable: tf.Variable) -> bool:
 
 
 def l2_penalty(optimizer: tf_keras.optimizers.Optimizer, variables: list[tf.Variable]) -> tf.Tensor:
-    """rate/2 * ||w||^2 over kernels (gradient: rate * w), zero where the optimiser decays."""
-    rate = weight_decay_rate()
-    if not rate or isinstance(optimizer, lars.LARS | tf_keras.optimizers.AdamW):
+    """rate/2 * ||w||^2 over kernels (gradient: rate * w), with the rate fixed when the
+    optimiser was built (zero where the optimiser decays weights itself)."""
+    rate = getattr(optimizer, L2_RATE, 0.0)
+    if not rate:
         return tf.constant(0.0)
     return rate * tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in variables if _decays(v)])
 
@@ -107,14 +134,23 @@ class OptimizerSettings:
     nesterov: bool = False
     lars_eeta: float = 0.001
     epsilon: float = 1e-7
+    beta_1: float = 0.9
+    beta_2: float = 0.999
     ema_decay: float = 0.0
 
-    def build(self, schedule) -> tf_keras.optimizers.Optimizer:
-        """sgd (momentum), lars (You et al. 2017; skips BN and bias), adam, adamw or rmsprop."""
-        weight_decay = weight_decay_rate()
-        name, momentum, epsilon = self.name, self.momentum, self.epsilon
+    def build(self, schedule, weight_decay: float) -> tf_keras.optimizers.Optimizer:
+        """sgd (momentum), lars (You et al. 2017; skips BN and bias), adam, adamw or rmsprop.
+        Optimisers that do not decay weights themselves carry `weight_decay` as their L2 rate."""
         if not 0.0 <= self.ema_decay < 1.0:
             raise UsageError(f"optimizer.ema_decay={self.ema_decay}: use 0 (off) or 0 < d < 1")
+        optimizer = self._keras_optimizer(schedule, weight_decay)
+        decays_itself = isinstance(optimizer, lars.LARS | tf_keras.optimizers.AdamW)
+        setattr(optimizer, L2_RATE, 0.0 if decays_itself else float(weight_decay))
+        return optimizer
+
+    def _keras_optimizer(self, schedule, weight_decay: float) -> tf_keras.optimizers.Optimizer:
+        name, momentum, epsilon = self.name, self.momentum, self.epsilon
+        betas = {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": epsilon}
         if name == "sgd":
             return tf_keras.optimizers.SGD(schedule, momentum=momentum, nesterov=self.nesterov)
         if name == "lars":
@@ -127,9 +163,9 @@ class OptimizerSettings:
                 exclude_from_layer_adaptation=_NO_DECAY,
             )
         if name == "adam":
-            return tf_keras.optimizers.Adam(schedule, epsilon=epsilon)
+            return tf_keras.optimizers.Adam(schedule, **betas)
         if name == "adamw":
-            return tf_keras.optimizers.AdamW(schedule, weight_decay=weight_decay, epsilon=epsilon)
+            return tf_keras.optimizers.AdamW(schedule, weight_decay=weight_decay, **betas)
         if name == "rmsprop":
             return tf_keras.optimizers.RMSprop(
                 schedule, rho=0.9, momentum=momentum, epsilon=epsilon
@@ -137,13 +173,19 @@ class OptimizerSettings:
         raise UsageError(f"optimizer.name='{name}': use sgd, lars, adam, adamw or rmsprop")
 
 
-def build_optimizer(
-    schedule: tf_keras.optimizers.schedules.LearningRateSchedule | float,
-) -> tf_keras.optimizers.Optimizer:
-    """The optimiser the gin `optimizer.*` bindings describe, on `schedule`."""
-    return OptimizerSettings().build(schedule)
+def build_optimizer(plan: StepPlan, scope: str | None = None) -> tf_keras.optimizers.Optimizer:
+    """The optimiser and schedule the gin bindings describe, read within gin scope `scope`
+    (`scope/optimizer.name`, `scope/learning_rate.base_lr`, ...; unscoped ones apply too)."""
+    with gin.config_scope(scope):
+        return OptimizerSettings().build(learning_rate(plan), weight_decay_rate())
 
 
-def ema_decay() -> float:
-    """The gin `optimizer.ema_decay` (0 when weights are not averaged)."""
-    return OptimizerSettings().ema_decay
+def build_optimizers(names: list[str], plan: StepPlan) -> dict[str, tf_keras.optimizers.Optimizer]:
+    """One optimiser per model name, each read within the gin scope of that name."""
+    return {name: build_optimizer(plan, name) for name in names}
+
+
+def ema_decay(scope: str | None = None) -> float:
+    """The gin `optimizer.ema_decay` within `scope` (0 when weights are not averaged)."""
+    with gin.config_scope(scope):
+        return OptimizerSettings().ema_decay

@@ -42,6 +42,6 @@ def check_reachable(host: str, port: int, owner: str, timeout_s: float = 10.0) -
 def split_address(address: str, owner: str) -> tuple[str, int]:
     """grpc://HOST:PORT or HOST:PORT -> (HOST, PORT); UsageError naming `owner` otherwise."""
     host, _, port = address.removeprefix("grpc://").rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"{owner}: expected grpc://HOST:PORT")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"{owner} is not HOST:PORT (grpc:// optional; port 1..65535)")
     return host, int(port)

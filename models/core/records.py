@@ -22,9 +22,10 @@ RECORDS_DIR = "records"
 
 @dataclass
 class RunInfo:
-    """What identifies a run in its record."""
+    """What identifies a run in its record: `model` is the variant trained (`resnet50`)."""
 
     model: str
+    family: str
     recipe: str
     slice: str
     replicas: int
@@ -33,6 +34,7 @@ class RunInfo:
     seed: int
     target_metric: str | None
     target_value: float | None
+    target_direction: str | None = None  # "higher" or "lower": which way the metric improves
 
 
 @dataclass
@@ -40,9 +42,11 @@ class RunRecord(RunInfo):
     """The JSON record of one run (fields as in DESIGN.md)."""
 
     status: str = "running"
-    time_to_accuracy_s: float | None = None
-    epochs: float = 0.0
+    time_to_accuracy_s: float | None = None  # only when the run reached its target
+    epochs: float | None = 0.0  # None when the dataset's size is unknown
+    steps: int = 0
     final_metrics: dict = field(default_factory=dict)
+    train_logs: dict = field(default_factory=dict)
     eval_curve: list = field(default_factory=list)
     examples_per_second: float | None = None
     host: str = ""
@@ -147,25 +151,32 @@ class RunRecorder:
     def elapsed(self) -> float:
         return time.time() - self._run_start if self._run_start else 0.0
 
-    def train_progress(self, examples_per_second: float) -> None:
-        self.record.examples_per_second = examples_per_second
+    def train_progress(self, logs: dict[str, float]) -> None:
+        """The last training loop's means (losses, learning rates) and examples/s."""
+        self.record.examples_per_second = logs.get("examples_per_second")
+        self.record.train_logs = {k: v for k, v in logs.items() if k != "examples_per_second"}
 
-    def eval_result(self, epoch: float, metrics: dict[str, float]) -> None:
+    def eval_result(
+        self, step: int, epoch: float | None, metrics: dict[str, float], epoch_num: float
+    ) -> None:
+        """One evaluation's metrics; epoch_num is MLPerf's (epochs, or samples when the
+        dataset's size is unknown, as MLPerf's BERT logs)."""
         value = metrics.get(self.record.target_metric or "", None)
         if value is not None:
-            self._event("event", constants.EVAL_ACCURACY, value, {constants.EPOCH_NUM: epoch})
-        self.record.epochs = epoch
-        self.record.final_metrics = metrics
-        self.record.eval_curve.append(
-            {"epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}
-        )
+            self._event("event", constants.EVAL_ACCURACY, value, {constants.EPOCH_NUM: epoch_num})
+        self.record.epochs, self.record.steps = epoch, step
+        self.record.final_metrics.update(metrics)
+        point = {"step": step, "epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}
+        point["train"] = dict(self.record.train_logs)
+        self.record.eval_curve.append(point)
         self.write()
 
-    def run_stop(self, success: bool) -> None:
+    def run_stop(self, success: bool, reached_target: bool = False) -> None:
+        """The run's end: success or aborted; time-to-accuracy only when it reached a target."""
         status = constants.SUCCESS if success else constants.ABORTED
         self._event("end", constants.RUN_STOP, metadata={constants.STATUS: status})
         self.record.status = status
-        if success:
+        if success and reached_target:
             self.record.time_to_accuracy_s = round(self.elapsed(), 3)
         self.write()
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
+from dataclasses import dataclass
 from pathlib import Path
 
+import gin
 import tensorflow as tf
 
 from models.core.cluster import multi_worker_strategy
 from models.core.errors import UsageError, first_line
+from models.core.ports import check_reachable, split_address
 
 _DEVICE_SLICE = re.compile(r"^(cpu|gpu)-(\d+)$")
 _TPU_SLICE = re.compile(r"^v(\d+)[a-z]*-(\d+)$")
@@ -67,16 +69,44 @@ def _check_tpu_reachable(tpu: str) -> None:
             raise UsageError("--tpu=local: no TPU device on this host (no /dev/accel*)")
         return
     if tpu.startswith("grpc://"):
-        host, _, port = tpu[len("grpc://") :].rpartition(":")
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
-        except (OSError, ValueError) as error:
-            raise UsageError(f"--tpu={tpu}: no TPU reachable at that address ({error})") from None
+        owner = f"--tpu={tpu}: no TPU reachable"
+        check_reachable(*split_address(tpu, f"--tpu={tpu}"), owner, timeout_s=5.0)
         return
     if not _on_google_cloud():
         raise UsageError(
             f"--tpu={tpu}: no TPU reachable: TPU names resolve only on Google Cloud "
             "(use grpc://HOST:PORT or run on the TPU VM with --tpu=local)"
+        )
+
+
+@gin.configurable("tpu")
+@dataclass(frozen=True)
+class TpuSettings:
+    """How replicas map onto TPU cores: `tpu.cores_per_replica = 2` gives each replica two
+    cores (a model split over them); a slice's cores = replicas x cores per replica."""
+
+    cores_per_replica: int = 1
+
+    def device_assignment(self, topology) -> tf.tpu.experimental.DeviceAssignment | None:
+        """None (one core per replica), else replicas of cores_per_replica cores each: the
+        cores of one chip first, then chips along the torus's x and y axes."""
+        cores = self.cores_per_replica
+        if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+            raise UsageError(f"tpu.cores_per_replica={cores!r}: expected a whole number >= 1")
+        if cores == 1:
+            return None
+        mesh, total = topology.mesh_shape, topology.num_tasks * topology.num_tpus_per_task
+        per_chip, chips = mesh[-1], max(cores // mesh[-1], 1)
+        x = min(chips, mesh[0])
+        fits = (cores % per_chip == 0 or per_chip % cores == 0) and chips % x == 0
+        if not fits or total % cores or chips // x > mesh[1]:
+            raise UsageError(
+                f"tpu.cores_per_replica={cores} does not tile this TPU ({total} cores, "
+                f"mesh {list(mesh)})"
+            )
+        shape = [x, chips // x, 1, min(cores, per_chip)]
+        return tf.tpu.experimental.DeviceAssignment.build(
+            topology, computation_shape=shape, num_replicas=total // cores
         )
 
 
@@ -86,10 +116,11 @@ def tpu_strategy(tpu: str) -> tf.distribute.Strategy:
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
+        topology = tf.tpu.experimental.initialize_tpu_system(resolver)
     except Exception as error:  # noqa: BLE001 - the resolver raises many kinds
         raise UsageError(f"--tpu={tpu}: cannot connect to the TPU: {first_line(error)}") from None
-    return tf.distribute.TPUStrategy(resolver)
+    assignment = TpuSettings().device_assignment(topology)
+    return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
 
 
 def build_strategy(
@@ -116,14 +147,17 @@ def build_strategy(
 
 
 def check_slice_matches(slice_name: str | None, strategy: tf.distribute.Strategy) -> None:
-    """A TPU slice name given with --tpu must match the replicas found."""
-    if slice_name and parse_slice(slice_name)[0] == "tpu":
-        cores = parse_slice(slice_name)[1]
-        if cores != strategy.num_replicas_in_sync:
-            raise UsageError(
-                f"--slice={slice_name} expects {cores} cores; the TPU has "
-                f"{strategy.num_replicas_in_sync}"
-            )
+    """A TPU slice name given with --tpu must match the cores found: replicas x cores per
+    replica (tpu.cores_per_replica)."""
+    if not slice_name or parse_slice(slice_name)[0] != "tpu":
+        return
+    expected, per_replica = parse_slice(slice_name)[1], TpuSettings().cores_per_replica
+    found = strategy.num_replicas_in_sync * per_replica
+    if expected != found:
+        raise UsageError(
+            f"--slice={slice_name} expects {expected} cores; the TPU has {found} "
+            f"({strategy.num_replicas_in_sync} replicas x {per_replica} core(s))"
+        )
 
 
 def check_jit_compile(jit_compile: bool, strategy: tf.distribute.Strategy) -> None:

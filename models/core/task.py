@@ -1,9 +1,21 @@
-"""The task interface: what a model family trains. Core drives any task the same way.
+"""The task contract: what a model family trains. Core drives every task the same way.
 
-A task owns its models, inputs, per-replica train/eval steps and metrics. Features and
-labels may be dicts; a task may own several models and optimisers (GANs); evaluation
-may aggregate outside the graph (COCO mAP, BLEU, WER) through `aggregate_logs` and
-`reduce_aggregated_logs`, and may decode sequences inside `validation_step`.
+A task owns its models, inputs, per-replica train and eval steps and metrics:
+
+- `build_models()` returns one or more named Keras models (a GAN: generator, discriminator).
+- Core builds one optimiser per trained model, once, from the gin bindings scoped by that
+  model's name (`generator/optimizer.name = "adam"`, `discriminator/learning_rate.base_lr`;
+  unscoped bindings apply to every model) and passes them to `train_step`.
+- `train_step` returns scalars; core averages every one over replicas and the loop's steps
+  and reports it (progress line, TensorBoard, run record), with `learning_rate/<model>`.
+- `validation_step` may return any nest of tensors, e.g. `{"coco": (groundtruths,
+  predictions)}`. Core gathers each leaf over every replica (in replica order, along the
+  first axis; a scalar becomes one value per replica) and hands numpy values to
+  `aggregate_logs`; `reduce_aggregated_logs` turns the state into metrics (mAP, BLEU, WER).
+- Evaluations are named (`train.evaluations`); the steps receive the `EvalPlan` being run
+  and branch on its `kind`. Metrics of an evaluation not named `validation` are reported
+  as `<name>/<metric>`.
+- `lower_is_better` names the metrics whose targets are reached from above (WER, FID).
 """
 
 from __future__ import annotations
@@ -14,39 +26,55 @@ from typing import Any
 import tensorflow as tf
 import tf_keras
 
+from models.core import optimization
+from models.core.settings import EvalPlan, StepPlan
+
 Models = dict[str, tf_keras.Model]
 Optimizers = dict[str, tf_keras.optimizers.Optimizer]
 
 
 class Task(abc.ABC):
-    """Base class of every model family's task; constructed as `Task(data_dir=..., seed=...)`."""
+    """Base class of every family's task; core calls `Task(model=..., data_dir=..., seed=...)`
+    with the recipe's `run.model` (a registered variant name)."""
 
     #: Eval metric that time-to-accuracy mode targets by default, e.g. "top_1_accuracy".
     primary_metric: str = "accuracy"
+    #: Metrics (last name part) where lower is better; every other metric: higher is better.
+    lower_is_better: frozenset[str] = frozenset({"loss"})
 
     @abc.abstractmethod
     def build_models(self) -> Models:
         """Builds the Keras model(s) under the current strategy scope."""
 
-    @abc.abstractmethod
-    def build_optimizers(self, models: Models, schedule_args: dict[str, int]) -> Optimizers:
-        """One optimiser per trained model, keyed by that model's name; schedule_args has
-        steps_per_epoch, total_steps and global_batch_size."""
+    def build_optimizers(self, models: Models, plan: StepPlan) -> Optimizers:
+        """One optimiser per trained model, from gin bindings scoped by the model's name.
+        Override to train fewer models than are built (a frozen feature extractor)."""
+        return optimization.build_optimizers(list(models), plan)
 
     @abc.abstractmethod
     def build_inputs(
         self, split: str, global_batch_size: int, input_context: tf.distribute.InputContext | None
     ) -> tf.data.Dataset:
-        """The per-input-pipeline dataset of `split` ('train' or 'validation')."""
+        """The dataset of one input pipeline for `split` ('train', 'validation', ...)."""
+
+    def synthetic_inputs(
+        self, global_batch_size: int, input_context: tf.distribute.InputContext | None
+    ) -> tf.data.Dataset:
+        """Training input without reading data, for throughput (`train.synthetic_input`):
+        by default one real batch, repeated; tasks whose data may be absent override it."""
+        return self.build_inputs("train", global_batch_size, input_context).take(1).repeat()
 
     @abc.abstractmethod
-    def num_examples(self, split: str) -> int:
-        """Examples in one epoch of `split`."""
+    def num_examples(self, split: str) -> int | None:
+        """Examples in one epoch of `split`; None when unknown (the recipe trains by steps
+        and evaluation reads the split until it ends)."""
 
     def validate_data(self) -> None:  # noqa: B027 - optional hook
         """Checks the data cheaply before anything is trained or written; raises UsageError."""
 
-    def build_metrics(self, training: bool) -> list[tf_keras.metrics.Metric]:
+    def build_metrics(
+        self, training: bool, evaluation: EvalPlan | None = None
+    ) -> list[tf_keras.metrics.Metric]:
         """Keras metrics updated inside the steps (created under the strategy scope)."""
         return []
 
@@ -59,21 +87,29 @@ class Task(abc.ABC):
         metrics: list[tf_keras.metrics.Metric],
         global_batch_size: int,
     ) -> dict[str, tf.Tensor]:
-        """One per-replica step; returns logs including 'loss' (mean over the local batch)."""
+        """One per-replica step; returns scalars, e.g. {'loss': ..., 'generator_loss': ...}."""
 
     @abc.abstractmethod
     def validation_step(
-        self, inputs: Any, models: Models, metrics: list[tf_keras.metrics.Metric]
-    ) -> dict[str, tf.Tensor]:
-        """One per-replica eval step; returns tensors for `aggregate_logs` (may be empty)."""
+        self,
+        inputs: Any,
+        models: Models,
+        metrics: list[tf_keras.metrics.Metric],
+        evaluation: EvalPlan,
+    ) -> Any:
+        """One per-replica eval step; returns a nest of tensors for `aggregate_logs`."""
 
-    def aggregate_logs(self, state: Any, step_outputs: dict[str, Any]) -> Any:
-        """Accumulates eval outputs outside the graph (numpy values); default keeps nothing."""
+    def aggregate_logs(self, state: Any, step_outputs: Any, evaluation: EvalPlan) -> Any:
+        """Accumulates one eval step's gathered outputs (numpy) outside the graph."""
         return state
 
-    def reduce_aggregated_logs(self, state: Any) -> dict[str, float]:
-        """Final metrics from the accumulated state (COCO mAP, BLEU, ...)."""
+    def reduce_aggregated_logs(self, state: Any, evaluation: EvalPlan) -> dict[str, float]:
+        """Final metrics from the accumulated state (COCO mAP, BLEU, WER, ...)."""
         return {}
+
+    def is_lower_better(self, metric: str) -> bool:
+        """Whether `metric` (bare or `<evaluation>/<metric>`) improves downwards."""
+        return metric.rsplit("/", 1)[-1] in self.lower_is_better
 
     def serving_signatures(self, models: Models) -> dict[str, tf.types.experimental.Function]:
         """tf.functions to export as SavedModel signatures; empty means export unsupported."""

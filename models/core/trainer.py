@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import orbit
 import tensorflow as tf
 import tf_keras
 
 from models.core.ema import WeightAverage
+from models.core.errors import UsageError
+from models.core.settings import EvalPlan
 from models.core.task import Models, Optimizers, Task
 
 Averages = dict[str, WeightAverage]
+SYNTHETIC = "synthetic"
 
 
 def distributed_dataset(
@@ -20,9 +22,12 @@ def distributed_dataset(
 ):
     """One dataset per input pipeline, sharded by tf.distribute.InputContext; with a tf.data
     service, each pipeline runs on the service's workers in "distributed_epoch" mode (the
-    service hands out the pipeline's files dynamically: each record once per pass)."""
+    service hands out the pipeline's files dynamically: each record once per pass). The
+    split `synthetic` is the task's synthetic training input."""
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        if split == SYNTHETIC:
+            return task.synthetic_inputs(global_batch_size, context)
         dataset = task.build_inputs(split, global_batch_size, context)
         if data_service is None:
             return dataset
@@ -33,15 +38,53 @@ def distributed_dataset(
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def _current_lr(optimizer: tf_keras.optimizers.Optimizer) -> float:
+def current_learning_rate(optimizer: tf_keras.optimizers.Optimizer) -> float:
+    """The optimiser's learning rate at its current iteration."""
     lr = optimizer.learning_rate
     if isinstance(lr, tf_keras.optimizers.schedules.LearningRateSchedule):
         lr = lr(optimizer.iterations)
     return float(tf.convert_to_tensor(lr))
 
 
+class LoopMeans:
+    """Means over a loop of the scalars each step returns (already averaged over replicas).
+    Sums are variables created on first use (outside any traced loop, via init_scope), so a
+    task may return any names."""
+
+    def __init__(self, strategy: tf.distribute.Strategy):
+        self.strategy = strategy
+        self._sums: dict[str, tf.Variable] = {}
+
+    def add(self, logs: dict[str, tf.Tensor]) -> None:
+        """Adds one step's per-replica scalars (cross-replica context, inside the loop)."""
+        for name, value in logs.items():
+            mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+            if name not in self._sums:
+                with tf.init_scope(), self.strategy.scope():
+                    self._sums[name] = tf.Variable(0.0, trainable=False, name=f"sum_{name}")
+            self._sums[name].assign_add(tf.cast(mean, tf.float32))
+
+    def reset(self) -> None:
+        for total in self._sums.values():
+            total.assign(0.0)
+
+    def result(self, steps: int) -> dict[str, float]:
+        return {name: float(total.numpy()) / max(steps, 1) for name, total in self._sums.items()}
+
+
+def _scalar_logs(logs: object) -> dict[str, tf.Tensor]:
+    """The task's train logs, checked while tracing: a dict of scalars."""
+    if not isinstance(logs, dict) or not logs:
+        raise UsageError(f"train_step must return a dict of scalars, got {type(logs).__name__}")
+    for name, value in logs.items():
+        if tf.convert_to_tensor(value).shape.rank != 0:
+            raise UsageError(f"train_step log '{name}' is not a scalar ({value.shape})")
+    return logs
+
+
 class Trainer(orbit.StandardTrainer):
-    """Runs task.train_step on every replica; reports loss, lr, metrics and examples/s."""
+    """Runs task.train_step on every replica; reports the mean of every scalar it returns,
+    the task's training metrics, each optimiser's learning rate and examples/s."""
 
     def __init__(
         self,
@@ -55,6 +98,7 @@ class Trainer(orbit.StandardTrainer):
         use_tf_while_loop: bool = True,
         averages: Averages | None = None,
         data_service: str | None = None,
+        synthetic_input: bool = False,
     ):
         self.task, self.strategy = task, strategy
         self.models, self.optimizers = models, optimizers
@@ -62,68 +106,86 @@ class Trainer(orbit.StandardTrainer):
         self.global_step, self.global_batch_size = global_step, global_batch_size
         with strategy.scope():
             self.metrics = task.build_metrics(training=True)
-            self.loss = tf_keras.metrics.Mean("loss", dtype=tf.float32)
+        self.means = LoopMeans(strategy)
         self._step_fn = tf.function(self._replica_step, jit_compile=True) if jit_compile else None
         self._loop_start = time.perf_counter()
         self._loop_step = 0
+        split = SYNTHETIC if synthetic_input else "train"
         super().__init__(
-            distributed_dataset(strategy, task, "train", global_batch_size, data_service),
+            distributed_dataset(strategy, task, split, global_batch_size, data_service),
             options=orbit.StandardTrainerOptions(use_tf_while_loop=use_tf_while_loop),
         )
 
-    def _replica_step(self, inputs):
+    def _replica_step(self, inputs) -> dict[str, tf.Tensor]:
         logs = self.task.train_step(
             inputs, self.models, self.optimizers, self.metrics, self.global_batch_size
         )
         for average in self.averages.values():
             average.update(self.global_step)
-        self.loss.update_state(logs["loss"])
-        return logs["loss"]
+        return _scalar_logs(logs)
 
     def train_loop_begin(self):
-        for metric in [self.loss, *self.metrics]:
+        for metric in self.metrics:
             metric.reset_states()
+        self.means.reset()
         self._loop_start = time.perf_counter()
         self._loop_step = int(self.global_step.numpy())
 
     def train_step(self, iterator):
-        self.strategy.run(self._step_fn or self._replica_step, args=(next(iterator),))
+        logs = self.strategy.run(self._step_fn or self._replica_step, args=(next(iterator),))
+        self.means.add(logs)
         self.global_step.assign_add(1)
 
     def train_loop_end(self) -> dict[str, float]:
         steps = int(self.global_step.numpy()) - self._loop_step
         seconds = max(time.perf_counter() - self._loop_start, 1e-9)
-        logs = {"loss": float(self.loss.result())}
+        logs = self.means.result(steps)
         logs.update({m.name: float(m.result()) for m in self.metrics})
-        first = next(iter(self.optimizers.values()))
-        logs["learning_rate"] = _current_lr(first)
+        for name, optimizer in self.optimizers.items():
+            logs[f"learning_rate/{name}"] = current_learning_rate(optimizer)
         logs["examples_per_second"] = steps * self.global_batch_size / seconds
         return logs
 
 
+def _with_batch_axis(value: tf.Tensor) -> tf.Tensor:
+    """A scalar as a 1-vector, so that gathering over replicas gives one value per replica."""
+    value = tf.convert_to_tensor(value)
+    return tf.reshape(value, [1]) if value.shape.rank == 0 else value
+
+
 class Evaluator(orbit.StandardEvaluator):
-    """Runs task.validation_step on every replica and aggregates outside the graph; with
-    weight averages, evaluates the averages (swapped in for the eval, swapped back after)."""
+    """Runs one named evaluation: task.validation_step on every replica, its outputs gathered
+    over all replicas (and workers) and aggregated outside the graph; with weight averages,
+    evaluates the averages (swapped in for the eval, swapped back after)."""
 
     def __init__(
         self,
         task: Task,
         strategy: tf.distribute.Strategy,
         models: Models,
-        global_batch_size: int,
+        evaluation: EvalPlan,
         jit_compile: bool = False,
         averages: Averages | None = None,
     ):
         self.task, self.strategy, self.models = task, strategy, models
+        self.evaluation = evaluation
         self.averages = averages or {}
         with strategy.scope():
-            self.metrics = task.build_metrics(training=False)
+            self.metrics = task.build_metrics(training=False, evaluation=evaluation)
         step = self._replica_step
         self._step_fn = tf.function(step, jit_compile=True) if jit_compile else step
-        super().__init__(distributed_dataset(strategy, task, "validation", global_batch_size))
+        dataset = distributed_dataset(
+            strategy, task, evaluation.split, evaluation.global_batch_size
+        )
+        super().__init__(dataset)
+
+    def metric_names(self) -> list[str]:
+        """The names this evaluation's Keras metrics are reported under."""
+        return [self.evaluation.metric_name(m.name) for m in self.metrics]
 
     def _replica_step(self, inputs):
-        return self.task.validation_step(inputs, self.models, self.metrics)
+        outputs = self.task.validation_step(inputs, self.models, self.metrics, self.evaluation)
+        return tf.nest.map_structure(_with_batch_axis, outputs)
 
     def eval_begin(self):
         for metric in self.metrics:
@@ -134,21 +196,17 @@ class Evaluator(orbit.StandardEvaluator):
 
     def eval_step(self, iterator):
         outputs = self.strategy.run(self._step_fn, args=(next(iterator),))
-        return tf.nest.map_structure(self.strategy.experimental_local_results, outputs)
+        return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
     def eval_reduce(self, state=None, step_outputs=None):
-        if not step_outputs:
+        if step_outputs is None or not tf.nest.flatten(step_outputs):
             return state
-        local = tf.nest.map_structure(
-            lambda parts: np.concatenate([np.asarray(p) for p in parts]),
-            step_outputs,
-            is_leaf=lambda x: isinstance(x, tuple),
-        )
-        return self.task.aggregate_logs(state, local)
+        values = tf.nest.map_structure(lambda value: value.numpy(), step_outputs)
+        return self.task.aggregate_logs(state, values, self.evaluation)
 
     def eval_end(self, state=None) -> dict[str, float]:
         for average in self.averages.values():
             average.swap(self.strategy)
         logs = {m.name: float(m.result()) for m in self.metrics}
-        logs.update(self.task.reduce_aggregated_logs(state))
-        return logs
+        logs.update(self.task.reduce_aggregated_logs(state, self.evaluation))
+        return {self.evaluation.metric_name(name): value for name, value in logs.items()}

@@ -1,4 +1,4 @@
-"""Gin-configurable ResNet builders, registered as resnet18 ... resnet200."""
+"""Gin-configurable ResNet builders, registered as resnet10 ... resnet200."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from official.vision.modeling.backbones import resnet as resnet_backbone
 from models.core.classifier import classifier
 from models.registry import register_model
 
-DEPTHS = (18, 34, 50, 101, 152, 200)
+DEPTHS = (10, 18, 34, 50, 101, 152, 200)
 
 
 @gin.configurable

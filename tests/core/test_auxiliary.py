@@ -43,7 +43,7 @@ def _cross_entropy(labels, logits, smoothing: float) -> np.ndarray:
 @pytest.mark.parametrize("weight", [0.4, 0.0])
 def test_training_loss_adds_the_weighted_auxiliary_loss(weight, digits_dir):
     task = ImageClassificationTask(
-        data_dir=digits_dir, model_fn=None, label_smoothing=0.1, aux_loss_weight=weight
+        model="unused", data_dir=digits_dir, label_smoothing=0.1, aux_loss_weight=weight
     )
     model = _model()
     images, labels = tf.random.stateless_normal([6, 4], seed=[1, 2]), tf.range(6)
@@ -58,7 +58,7 @@ def test_auxiliary_head_trains_but_never_predicts(digits_dir):
     model = _model()
     assert model.has_aux_head and model(tf.ones([3, 4])).shape == (3, CLASSES)  # main only
     assert {w.name for w in model.trainable_weights} >= {"aux_logits/kernel:0"}
-    task = ImageClassificationTask(data_dir=digits_dir, model_fn=None)
+    task = ImageClassificationTask(model="unused", data_dir=digits_dir)
     images, labels = tf.ones([2, 4]), tf.constant([1, 2])
     with tf.GradientTape() as tape:
         _, per_example = task.per_example_loss(model, None, images, labels)

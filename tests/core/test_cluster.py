@@ -31,7 +31,7 @@ def test_valid_tf_config():
         ("{not json", "TF_CONFIG is malformed"),
         ('{"cluster": {"worker": ["localhost:1"]}}', "TF_CONFIG is malformed"),
         (_tf_config(["localhost"]), "not HOST:PORT"),
-        (_tf_config(["localhost:99999"]), "no valid port"),
+        (_tf_config(["localhost:99999"]), "port 1..65535"),
         (_tf_config(["localhost:1"], 3), "task worker:3 is not in the cluster"),
         ('{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "chief/worker"),
     ],

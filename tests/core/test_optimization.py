@@ -4,6 +4,7 @@ import gin
 import pytest
 import tf_keras
 from official.modeling.optimization import lars
+from zoo_testing import plan
 
 from models.core import gin_config, optimization
 from models.core.errors import UsageError
@@ -21,10 +22,14 @@ def _lr(schedule, step):
 
 
 def test_linear_scaling_and_warmup():
-    gin.parse_config(["learning_rate.base_lr = 0.1", "learning_rate.base_batch_size = 256"])
-    schedule = optimization.learning_rate(
-        steps_per_epoch=100, total_steps=1000, global_batch_size=1024
+    gin.parse_config(
+        [
+            "learning_rate.base_lr = 0.1",
+            "learning_rate.base_batch_size = 256",
+            "learning_rate.warmup_epochs = 5",
+        ]
     )
+    schedule = optimization.learning_rate(plan(100, 1000, 1024))
     assert _lr(schedule, 0) == pytest.approx(0.0)
     assert _lr(schedule, 250) == pytest.approx(0.2, rel=1e-5)  # half of 5-epoch warmup
     assert _lr(schedule, 500) == pytest.approx(0.4, rel=1e-5)  # peak = 0.1 x 1024 / 256
@@ -33,23 +38,66 @@ def test_linear_scaling_and_warmup():
 
 def test_lars_recipe_builds_lars_with_unscaled_peak():
     gin_config.parse(["resnet/resnet50_imagenet_lars.gin", "slices/v3-128.gin"], [])
-    schedule = optimization.learning_rate(
-        steps_per_epoch=10, total_steps=100, global_batch_size=16384
-    )
+    schedule = optimization.learning_rate(plan(10, 100, 16384))
     assert _lr(schedule, 50) == pytest.approx(25.0, rel=1e-5)
     assert _lr(schedule, 100) == pytest.approx(1e-4, rel=1e-3)
-    assert isinstance(optimization.build_optimizer(schedule), lars.LARS)
+    assert isinstance(optimization.build_optimizer(plan(10, 100, 16384)), lars.LARS)
 
 
 def test_l2_penalty_skips_batch_norm_and_decoupled_optimisers():
-    gin.parse_config(["weight_decay.rate = 0.5"])
     layer = tf_keras.Sequential([tf_keras.layers.Dense(2), tf_keras.layers.BatchNormalization()])
     layer.build((None, 3))
     layer.set_weights([w * 0 + 1 for w in layer.get_weights()])
-    sgd = tf_keras.optimizers.SGD(0.1)
+    sgd = optimization.OptimizerSettings(name="sgd").build(0.1, weight_decay=0.5)
+    lars_optimizer = optimization.OptimizerSettings(name="lars").build(0.1, weight_decay=0.5)
     # Only the 3x2 kernel decays: 0.5 * (6 * 1^2) / 2 = 1.5; bias and BN do not.
     assert float(optimization.l2_penalty(sgd, layer.trainable_variables)) == pytest.approx(1.5)
-    assert float(optimization.l2_penalty(lars.LARS(0.1), layer.trainable_variables)) == 0.0
+    assert float(optimization.l2_penalty(lars_optimizer, layer.trainable_variables)) == 0.0
+
+
+def test_each_model_reads_its_own_gin_scope():
+    gin.parse_config(
+        [
+            'optimizer.name = "adam"',
+            "weight_decay.rate = 0.5",
+            "learning_rate.base_batch_size = None",
+            'learning_rate.decay = "constant"',
+            "generator/learning_rate.base_lr = 2e-4",
+            "discriminator/learning_rate.base_lr = 1e-3",
+            'discriminator/optimizer.name = "sgd"',
+            "discriminator/weight_decay.rate = 0.0",
+        ]
+    )
+    built = optimization.build_optimizers(["generator", "discriminator"], plan(None, 100, 64))
+    generator, discriminator = built["generator"], built["discriminator"]
+    assert isinstance(generator, tf_keras.optimizers.Adam)
+    assert isinstance(discriminator, tf_keras.optimizers.SGD)
+    assert float(generator.learning_rate) == pytest.approx(2e-4)
+    assert float(discriminator.learning_rate) == pytest.approx(1e-3)
+    assert (generator.l2_rate, discriminator.l2_rate) == (0.5, 0.0)
+
+
+def test_warmup_and_decay_in_steps_need_no_dataset_size():
+    gin.parse_config(
+        [
+            "learning_rate.base_lr = 1.0",
+            "learning_rate.base_batch_size = None",
+            "learning_rate.warmup_steps = 10",
+            'learning_rate.decay = "step"',
+            "learning_rate.boundaries_steps = (50, 80)",
+        ]
+    )
+    schedule = optimization.learning_rate(plan(None, 100, 32))
+    # Keras's PiecewiseConstantDecay switches after a boundary step.
+    assert [_lr(schedule, s) for s in (5, 10, 50, 51, 81)] == pytest.approx(
+        [0.5, 1.0, 1.0, 0.1, 0.01]
+    )
+
+
+def test_epochs_without_a_dataset_size_is_one_line():
+    gin.parse_config(["learning_rate.warmup_epochs = 1"])
+    with pytest.raises(UsageError, match="warmup_epochs needs the dataset's size"):
+        optimization.learning_rate(plan(None, 100, 32))
 
 
 def test_exponential_decay_counts_from_step_zero_after_linear_warmup():
@@ -62,9 +110,7 @@ def test_exponential_decay_counts_from_step_zero_after_linear_warmup():
             "learning_rate.decay_factor = 0.97",
         ]
     )
-    schedule = optimization.learning_rate(
-        steps_per_epoch=10, total_steps=3500, global_batch_size=512
-    )
+    schedule = optimization.learning_rate(plan(10, 3500, 512))
     peak = 0.016 * 512 / 256
     # The warmup ramps to the decayed value at its end (two 2.4-epoch drops by epoch 5).
     assert _lr(schedule, 25) == pytest.approx(0.5 * peak * 0.97**2, rel=1e-5)
@@ -76,4 +122,4 @@ def test_exponential_decay_counts_from_step_zero_after_linear_warmup():
 def test_ema_decay_out_of_range_is_a_usage_error(decay):
     gin.parse_config([f"optimizer.ema_decay = {decay}"])
     with pytest.raises(UsageError, match="optimizer.ema_decay"):
-        optimization.build_optimizer(0.1)
+        optimization.build_optimizer(plan(10, 100, 256))

@@ -1,12 +1,14 @@
 """Run records: MLPerf-format events and the JSON record, for finished and aborted runs."""
 
+import dataclasses
 import json
 from pathlib import Path
 
 from models.core.records import RunInfo, RunRecorder
 
 INFO = RunInfo(
-    model="resnet",
+    model="resnet18",
+    family="resnet",
     recipe="default",
     slice="cpu-2",
     replicas=2,
@@ -26,9 +28,9 @@ def _events(recorder) -> list[dict]:
 def test_successful_run_records_time_to_accuracy(tmp_path):
     recorder = RunRecorder(str(tmp_path), INFO)
     recorder.run_start("2 x CPU", train_samples=1000, eval_samples=100)
-    recorder.eval_result(1.0, {"top_1_accuracy": 0.5})
-    recorder.eval_result(2.0, {"top_1_accuracy": 0.95})
-    recorder.run_stop(success=True)
+    recorder.eval_result(10, 1.0, {"top_1_accuracy": 0.5}, epoch_num=1.0)
+    recorder.eval_result(20, 2.0, {"top_1_accuracy": 0.95}, epoch_num=2.0)
+    recorder.run_stop(success=True, reached_target=True)
     events = _events(recorder)
     keys = [e["key"] for e in events]
     assert keys.index("init_start") < keys.index("run_start") < keys.index("run_stop")
@@ -55,3 +57,12 @@ def test_non_chief_writes_nothing(tmp_path):
     recorder.run_start("2 x CPU", train_samples=1000, eval_samples=100)
     recorder.run_stop(success=True)
     assert not (tmp_path / "worker").exists()
+
+
+def test_finished_run_without_a_target_has_no_time_to_accuracy(tmp_path):
+    info = dataclasses.replace(INFO, target_metric=None, target_value=None)
+    recorder = RunRecorder(str(tmp_path), info)
+    recorder.run_start("1 x CPU", train_samples=1000, eval_samples=100)
+    recorder.run_stop(success=True)
+    record = json.loads(Path(recorder.json_path).read_text())
+    assert record["status"] == "success" and record["time_to_accuracy_s"] is None

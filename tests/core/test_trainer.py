@@ -10,14 +10,13 @@ from family_checks import build_trainer, check_xla_train_step
 
 from models.core import gin_config
 from models.core.strategy import build_strategy
-from models.resnet import model  # noqa: F401 - registers resnet configurables
 
 # Cross-replica BN makes 4 replicas compute the same batch statistics as 1. ResNet-10 keeps
 # the trace short: on CPUs MirroredStrategy does every BN all-reduce through a merge_call.
 DETERMINISTIC_INPUT = [
     "classification_input.augmentation = 'none'",
     "resnet.use_sync_bn = True",
-    "resnet.depth = 10",
+    'run.model = "resnet10"',
 ]
 
 

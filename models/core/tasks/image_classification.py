@@ -1,16 +1,15 @@
-"""Image classification on the shared ImageNet-schema pipeline; any classifier plugs in."""
+"""Image classification on the shared ImageNet-schema pipeline; any registered classifier."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import gin
 import tensorflow as tf
 import tf_keras
 
+from models import registry
 from models.core import optimization
 from models.core.auxiliary import AuxiliaryLogits
-from models.core.task import Models, Optimizers, Task
+from models.core.task import Models, Task
 from models.data.classification import ClassificationInput
 
 
@@ -18,8 +17,9 @@ from models.data.classification import ClassificationInput
 class ImageClassificationTask(Task):
     """Softmax cross-entropy (optional label smoothing), top-1/top-5 accuracy, image export.
 
-    `model_fn(num_classes=..., image_size=...)` builds the classifier; recipes bind it, e.g.
-    `ImageClassificationTask.model_fn = @resnet`. A model with an auxiliary head
+    `model` is the registered variant the recipe names (`run.model = "resnet50"`), built with
+    the input's classes and image size; its builder's other arguments are gin bindings
+    (`resnet.width_multiplier = 0.25`). A model with an auxiliary head
     (core.auxiliary.AuxiliaryLogits) adds its loss, weighted by `aux_loss_weight` (0.4 in the
     Inception and AmoebaNet TPU references), with the same label smoothing.
     """
@@ -28,28 +28,35 @@ class ImageClassificationTask(Task):
 
     def __init__(
         self,
+        model: str,
         data_dir: str | None = None,
         seed: int | None = None,
-        model_fn: Callable[..., tf_keras.Model] = gin.REQUIRED,
         label_smoothing: float = 0.0,
         aux_loss_weight: float = 0.4,
     ):
+        self.model = model
         self.input = ClassificationInput(data_dir=data_dir)
-        self.model_fn = model_fn
         self.seed = seed
         self.label_smoothing = label_smoothing
         self.aux_loss_weight = aux_loss_weight
 
     def build_models(self) -> Models:
-        size = self.input.image_size
-        return {"model": self.model_fn(num_classes=self.input.num_classes, image_size=size)}
-
-    def build_optimizers(self, models: Models, schedule_args: dict[str, int]) -> Optimizers:
-        schedule = optimization.learning_rate(**schedule_args)
-        return {"model": optimization.build_optimizer(schedule)}
+        size, classes = self.input.image_size, self.input.num_classes
+        return {"model": registry.create_model(self.model, num_classes=classes, image_size=size)}
 
     def build_inputs(self, split, global_batch_size, input_context):
         return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
+
+    def synthetic_inputs(self, global_batch_size, input_context):
+        """One random batch of the recipe's image size and classes, repeated (no data read)."""
+        batch = input_context.get_per_replica_batch_size(global_batch_size)
+        size, seed = self.input.image_size, [self.seed or 0, 0]
+        images = tf.random.stateless_normal([batch, size, size, 3], seed=seed)
+        labels = tf.random.stateless_uniform(
+            [batch], seed=seed[::-1], maxval=self.input.num_classes, dtype=tf.int32
+        )
+        images = tf.cast(images, self.input.dtype)
+        return tf.data.Dataset.from_tensors((images, labels)).repeat()
 
     def num_examples(self, split: str) -> int:
         return self.input.num_examples(split)
@@ -57,7 +64,7 @@ class ImageClassificationTask(Task):
     def validate_data(self) -> None:
         self.input.validate()
 
-    def build_metrics(self, training: bool) -> list[tf_keras.metrics.Metric]:
+    def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
         return [
             tf_keras.metrics.SparseCategoricalAccuracy("top_1_accuracy"),
             tf_keras.metrics.SparseTopKCategoricalAccuracy(5, "top_5_accuracy"),
@@ -98,7 +105,7 @@ class ImageClassificationTask(Task):
             metric.update_state(labels, logits)
         return {"loss": tf.reduce_mean(per_example)}
 
-    def validation_step(self, inputs, models, metrics):
+    def validation_step(self, inputs, models, metrics, evaluation):
         images, labels = inputs
         logits = tf.cast(models["model"](images, training=False), tf.float32)
         valid = tf.cast(labels >= 0, tf.float32)
