@@ -1,10 +1,12 @@
-# `make demo` and `make test` each create .venv when it is missing.
+# `make demo`, `make test` and `make test-fast` each create .venv when it is missing.
 PYTHON ?= python3
+# pytest-xdist workers: the suite is mostly Python and subprocess time, so 2 workers on 2 cores.
+JOBS ?= 2
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test format clean
+.PHONY: demo test test-fast format clean
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,13 +18,19 @@ $(STAMP): setup.py
 # slices cpu-1/2/4, three seeds each, then the report table and plots.
 demo: $(STAMP)
 	rm -rf runs/demo
-	$(PY) -m benchmarks.run --model=resnet --recipe=default --slices=cpu-1,cpu-2,cpu-4 \
+	$(PY) -m benchmarks.run --recipe=resnet/default --slices=cpu-1,cpu-2,cpu-4 \
 		--repeats=3 --out=runs/demo
 	$(PY) -m benchmarks.report runs/demo
 
+# Everything: ruff, then every test, each family's train-to-target runs included.
 test: $(STAMP)
 	$(VENV)/bin/ruff check models benchmarks tests
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q -n $(JOBS) --durations=15 tests
+
+# Quick iteration: every test that trains no model to a target (pytest -m "not target").
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check models benchmarks tests
+	$(PY) -m pytest -q -n $(JOBS) --durations=10 -m "not target" tests
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format models benchmarks tests

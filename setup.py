@@ -35,6 +35,6 @@ setup(
     package_dir=DATA_DIRS,
     package_data=PACKAGE_DATA,
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
+    extras_require={"test": ["pytest>=8", "pytest-xdist>=3.5", "ruff>=0.5"]},
     entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},
 )

@@ -40,6 +40,16 @@ def run_cli(
     run_app(main)
 
 
+def format_number(value: float | None, spec: str | None = None) -> str:
+    """'-' for None; else `format(value, spec)`, or without a spec three significant figures
+    (whole numbers from 100 up), with thousands separators."""
+    if value is None:
+        return "-"
+    if spec is not None:
+        return format(value, spec)
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
 def progress(message: str) -> None:
     """Progress for people goes to stderr, so stdout stays one JSON object under --json."""
     print(message, file=sys.stderr, flush=True)

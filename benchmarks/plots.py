@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from benchmarks.records import RunResult  # noqa: E402
 
 
-def plot_tta_vs_slice(name: str, rows: list[dict], path: Path) -> Path:
-    """Median time-to-accuracy (min-max bars) against replicas (log2 axis)."""
+def plot_tta_vs_slice(name: str, rows: list[dict], target: str | None, path: Path) -> Path:
+    """Median time to `target` (e.g. 'wer <= 0.2'; min-max bars) against replicas (log2 axis)."""
     ok = [r for r in rows if r["tta_median_s"]]
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     if ok:
@@ -28,23 +28,25 @@ def plot_tta_vs_slice(name: str, rows: list[dict], path: Path) -> Path:
         ax.set_xticks(x, [f"{r['replicas']}\n{r['slice']}" for r in ok])
         ax.set_ylim(bottom=0)
         ax.legend()
+    else:
+        ax.text(0.5, 0.5, "no run reached a target", ha="center", transform=ax.transAxes)
     ax.set_xlabel("slice size (replicas)")
-    ax.set_ylabel("time to accuracy (s, MLPerf run_start to run_stop)")
+    ax.set_ylabel(f"time to {target or 'accuracy'} (s, MLPerf run_start to run_stop)")
     ax.set_title(f"{name}: time to accuracy by slice")
     ax.grid(True, which="both", alpha=0.3)
     return _save(fig, path)
 
 
-def plot_accuracy_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
-    """Eval metric against wall-clock seconds since run_start, one colour per slice."""
+def plot_metric_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
+    """The target metric against wall-clock seconds since run_start, one colour per slice; the
+    target line is labelled with its comparison (>= or <=, as the records say)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     slices = sorted(
         {r.slice for r in runs},
         key=lambda s: next((r.replicas or 0 for r in runs if r.slice == s), 0),
     )
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    target = next((r.target_value for r in runs if r.target_value is not None), None)
-    metric = next((r.target_metric for r in runs if r.target_metric), "eval metric")
+    target = next((r.target for r in runs if r.target), None)
     for i, slice_name in enumerate(slices):
         for j, run in enumerate(r for r in runs if r.slice == slice_name and r.curve):
             seconds, values = zip(*run.curve, strict=True)
@@ -56,13 +58,16 @@ def plot_accuracy_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
                 alpha=0.8,
                 label=slice_name if j == 0 else None,
             )
+    metric, label = "eval metric", "eval metric (MLPerf logs it only for a target)"
     if target is not None:
-        ax.axhline(target, linestyle="--", color="gray", label=f"target {target}")
+        ax.axhline(target.value, linestyle="--", color="gray", label=f"target: {target}")
+        metric, label = target.metric, f"{target.metric} ({target.direction} is better)"
     ax.set_xlabel("wall-clock time since run_start (s)")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(label)
     ax.set_title(f"{name}: {metric} over time")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
     return _save(fig, path)
 
 

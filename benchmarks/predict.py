@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 from absl import flags
 
-from benchmarks.output import run_cli
+from benchmarks.output import format_number, run_cli
 from benchmarks.published import Published, published_results
 from models.core.errors import UsageError, nearest
+from models.core.strategy import parse_slice
+from models.paths import CONFIGS_DIR
 
-REPO = Path(__file__).resolve().parent.parent
-SLICES_DIR = REPO / "configs" / "slices"
+SLICES_DIR = CONFIGS_DIR / "slices"
 
 # --- TPU v3 hardware -------------------------------------------------------------------------
 # shared/reference/published_results.md: "A v3 chip: 2 cores, ~123 TFLOP/s bf16 peak".
@@ -100,9 +101,12 @@ DEFAULT_FIT = "v3-32"
 
 def slice_cores(name: str) -> int:
     """Cores of a TPU v3 slice name `v3-N` (N cores, a power of two from 8 to a full Pod)."""
-    match = re.fullmatch(r"v3-(\d+)", name)
-    cores = int(match.group(1)) if match else 0
-    if cores < 8 or cores > V3_MAX_CORES or cores & (cores - 1):
+    try:
+        kind, cores = parse_slice(name)
+    except UsageError:
+        kind, cores = "", 0
+    v3 = kind == "tpu" and name.startswith("v3-")
+    if not v3 or cores < 8 or cores > V3_MAX_CORES or cores & (cores - 1):
         raise UsageError(f"unknown slice '{name}': expected v3-N, N a power of two in 8..2048")
     return cores
 
@@ -333,10 +337,6 @@ def assumptions(model: str) -> list[str]:
     ]
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def _published_cell(row: dict) -> str:
     if row["published_minutes"] is None:
         return "-"
@@ -386,7 +386,7 @@ def _summary(result: dict) -> list[str]:
     return [
         f"Efficiency {result['efficiency']:.4f} of bf16 peak, {how}.",
         f"Mean absolute error over {result['predicted_points']} predicted points: "
-        f"{_fmt(result['mean_abs_error_pct'], 1)}%.",
+        f"{format_number(result['mean_abs_error_pct'], '.1f')}%.",
     ] + ([f"Published targets by round: {'; '.join(targets)}."] if targets else [])
 
 

@@ -6,14 +6,18 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from models.core.target import Target
+
 INDEX = "runs.jsonl"
 MLLOG_PREFIX = ":::MLLOG "
 
 
 @dataclass
 class RunResult:
-    """One (slice, repeat) run as the report sees it."""
+    """One (slice, repeat) run as the report sees it: `model` is the variant trained, `recipe`
+    its name under configs/<family>/."""
 
+    family: str
     model: str
     recipe: str
     slice: str
@@ -21,13 +25,28 @@ class RunResult:
     status: str  # "success" or "aborted"
     replicas: int | None = None
     global_batch_size: int | None = None
-    time_to_accuracy_s: float | None = None  # MLPerf run_start -> run_stop, success only
-    epochs: float | None = None
+    time_to_accuracy_s: float | None = None  # MLPerf run_start -> run_stop, target reached
+    epochs: float | None = None  # None when the dataset's size is unknown
+    steps: int | None = None
     examples_per_second: float | None = None
     target_metric: str | None = None
     target_value: float | None = None
+    target_direction: str | None = None  # "higher" or "lower": which way the metric improves
     curve: list[tuple[float, float]] = field(default_factory=list)  # (seconds, eval value)
     error: str = ""
+
+    @property
+    def recipe_path(self) -> str:
+        """`<family>/<recipe>`, as --recipe names it."""
+        return f"{self.family}/{self.recipe}"
+
+    @property
+    def target(self) -> Target | None:
+        """The run's target (its str() reads e.g. 'wer <= 0.2'), None when it had none."""
+        if self.target_metric is None or self.target_value is None:
+            return None
+        lower = self.target_direction == "lower"
+        return Target(self.target_metric, self.target_value, lower_is_better=lower)
 
 
 def read_mllog(path: str | Path) -> list[dict]:
@@ -53,14 +72,31 @@ def mllog_timing(events: list[dict]) -> tuple[float | None, str, list[tuple[floa
     return seconds, status, curve
 
 
+# What a run record adds to (or corrects in) the index entry.
+RECORD_FIELDS = (
+    "family",
+    "model",
+    "replicas",
+    "global_batch_size",
+    "epochs",
+    "steps",
+    "examples_per_second",
+    "target_metric",
+    "target_value",
+    "target_direction",
+)
+
+
 def _latest(directory: Path, pattern: str) -> Path | None:
     found = sorted(directory.glob(pattern))
     return found[-1] if found else None
 
 
 def load_run(entry: dict) -> RunResult:
-    """A harness index entry joined with the run's newest JSON record and MLPerf log."""
+    """A harness index entry joined with the run's newest JSON record and MLPerf log; the
+    time to accuracy only for a run that reached its target."""
     result = RunResult(
+        family=entry.get("family", entry["model"]),  # before spine v2, "model" was the family
         model=entry["model"],
         recipe=entry["recipe"],
         slice=entry["slice"],
@@ -70,15 +106,16 @@ def load_run(entry: dict) -> RunResult:
     )
     records = Path(entry["model_dir"]) / "records"
     record_path, log_path = _latest(records, "*.json"), _latest(records, "*.mlperf.log")
-    if record_path:
-        record = json.loads(record_path.read_text())
-        for name in ("replicas", "global_batch_size", "epochs", "examples_per_second"):
-            setattr(result, name, record.get(name))
-        result.target_metric, result.target_value = record["target_metric"], record["target_value"]
+    record = json.loads(record_path.read_text()) if record_path else {}
+    for name in RECORD_FIELDS:
+        if name in record:
+            setattr(result, name, record[name])
     if log_path:
         seconds, status, result.curve = mllog_timing(read_mllog(log_path))
         if status == "success" and entry.get("exit_code") == 0:
-            result.status, result.time_to_accuracy_s = "success", seconds
+            result.status = "success"
+            if record.get("time_to_accuracy_s") is not None:
+                result.time_to_accuracy_s = seconds
     if result.status != "success" and not result.error:
         result.error = "no run record" if not record_path else "target not reached"
     return result

@@ -1,4 +1,8 @@
-"""Markdown table and PNG plots of time-to-accuracy runs: python -m benchmarks.report DIR."""
+"""Markdown table and PNG plots of time-to-accuracy runs: python -m benchmarks.report DIR.
+
+One table per recipe and variant trained; the target reads as its run records wrote it
+(`top_1_accuracy >= 0.97`, `wer <= 0.2`), and runs without a target have no time to accuracy.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,10 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from absl import flags
-
-from benchmarks.output import run_cli
-from benchmarks.plots import plot_accuracy_vs_time, plot_tta_vs_slice
+from benchmarks.output import format_number, run_cli
+from benchmarks.plots import plot_metric_vs_time, plot_tta_vs_slice
 from benchmarks.records import RunResult, load_runs
 from models.core.errors import UsageError
-
-FLAGS = flags.FLAGS
 
 
 def _median(values: list[float]) -> float | None:
@@ -21,9 +21,9 @@ def _median(values: list[float]) -> float | None:
 
 
 def summarize_slice(runs: list[RunResult]) -> dict:
-    """Median/min/max time-to-accuracy over a slice's successful repeats, and more."""
+    """Median/min/max time-to-accuracy over a slice's repeats that reached the target, and more."""
     ok = [r for r in runs if r.status == "success"]
-    times = [r.time_to_accuracy_s for r in ok]
+    times = [r.time_to_accuracy_s for r in ok if r.time_to_accuracy_s is not None]
     first = runs[0]
     known = next((r for r in runs if r.replicas), first)
     return {
@@ -35,7 +35,7 @@ def summarize_slice(runs: list[RunResult]) -> dict:
         "tta_median_s": _median(times),
         "tta_min_s": min(times) if times else None,
         "tta_max_s": max(times) if times else None,
-        "epochs_median": _median([r.epochs for r in ok]),
+        "epochs_median": _median([r.epochs for r in ok if r.epochs is not None]),
         "examples_per_second_median": _median(
             [r.examples_per_second for r in ok if r.examples_per_second]
         ),
@@ -54,42 +54,73 @@ def add_scaling(rows: list[dict]) -> None:
         row["scaling_efficiency"] = row["speedup"] / (row["replicas"] / base["replicas"])
 
 
-def summarize(runs: list[RunResult]) -> dict[str, list[dict]]:
-    """Rows per 'model/recipe', slices ordered by replica count."""
-    groups: dict[tuple, list[RunResult]] = defaultdict(list)
+def summarize_group(runs: list[RunResult]) -> dict:
+    """One recipe and variant: its target and a row per slice, ordered by replica count."""
+    slices: dict[str, list[RunResult]] = defaultdict(list)
     for run in runs:
-        groups[(f"{run.model}/{run.recipe}", run.slice)].append(run)
-    tables: dict[str, list[dict]] = defaultdict(list)
-    for (name, _), slice_runs in groups.items():
-        tables[name].append(summarize_slice(slice_runs))
-    for rows in tables.values():
-        rows.sort(key=lambda r: (r["replicas"] or 0, r["slice"]))
-        add_scaling(rows)
-    return dict(tables)
+        slices[run.slice].append(run)
+    rows = sorted(
+        (summarize_slice(group) for group in slices.values()),
+        key=lambda r: (r["replicas"] or 0, r["slice"]),
+    )
+    add_scaling(rows)
+    target = next((r.target for r in runs if r.target), None)
+    first = runs[0]
+    return {
+        "recipe": first.recipe_path,
+        "family": first.family,
+        "model": first.model,
+        "target": str(target) if target else None,
+        "rows": rows,
+    }
 
 
-def _fmt(value, spec: str = ".1f") -> str:
-    return "-" if value is None else format(value, spec)
+def summarize(runs: list[RunResult]) -> list[dict]:
+    """A table per (recipe, variant), in the order the runs were indexed."""
+    groups: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
+    for run in runs:
+        groups[(run.recipe_path, run.model)].append(run)
+    return [summarize_group(group) for group in groups.values()]
 
 
-def markdown_table(name: str, rows: list[dict]) -> str:
-    """One model's table; times are MLPerf run_start -> run_stop in seconds."""
+def _title(table: dict) -> str:
+    return f"{table['recipe']} ({table['model']})"
+
+
+def _tta_cell(row: dict) -> str:
+    """'median (min-max)' seconds, or '-' where no run reached a target."""
+    if row["tta_median_s"] is None:
+        return "-"
+    low, high = row["tta_min_s"], row["tta_max_s"]
+    return f"{row['tta_median_s']:.1f} ({low:.1f}-{high:.1f})"
+
+
+def _speedup_cell(row: dict) -> str:
+    return "-" if row["speedup"] is None else f"{row['speedup']:.2f}x"
+
+
+def markdown_table(table: dict) -> str:
+    """One recipe's table; times are MLPerf run_start -> run_stop in seconds."""
+    target = table["target"] or "none (runs train their full length; no time to accuracy)"
     lines = [
-        f"### {name}",
+        f"### {_title(table)}",
+        "",
+        f"target: {target}",
         "",
         "| slice | replicas | global batch | runs ok | time to accuracy median (min-max) s "
         "| epochs to target | examples/s | speed-up | scaling efficiency |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        tta = f"{_fmt(r['tta_median_s'])} ({_fmt(r['tta_min_s'])}-{_fmt(r['tta_max_s'])})"
+    for r in table["rows"]:
         lines.append(
-            f"| {r['slice']} | {_fmt(r['replicas'], 'd')} | {_fmt(r['global_batch_size'], 'd')} "
-            f"| {r['succeeded']}/{r['runs']} | {tta} | {_fmt(r['epochs_median'], 'g')} "
-            f"| {_fmt(r['examples_per_second_median'], ',.0f')} | {_fmt(r['speedup'], '.2f')}x "
-            f"| {_fmt(r['scaling_efficiency'], '.0%')} |"
+            f"| {r['slice']} | {format_number(r['replicas'], 'd')} "
+            f"| {format_number(r['global_batch_size'], 'd')} | {r['succeeded']}/{r['runs']} "
+            f"| {_tta_cell(r)} | {format_number(r['epochs_median'], 'g')} "
+            f"| {format_number(r['examples_per_second_median'], ',.0f')} "
+            f"| {_speedup_cell(r)} "
+            f"| {format_number(r['scaling_efficiency'], '.0%')} |"
         )
-    for r in rows:
+    for r in table["rows"]:
         for error in r["errors"]:
             lines.append(f"\n{r['slice']} aborted: {error}")
     return "\n".join(lines)
@@ -101,16 +132,17 @@ def build_report(out_dir: str) -> dict:
         raise UsageError(f"no benchmark runs under {out_dir} (run python -m benchmarks.run first)")
     tables = summarize(runs)
     plots = []
-    for name, rows in tables.items():
-        safe = name.replace("/", "-")
-        plots.append(plot_tta_vs_slice(name, rows, Path(out_dir) / f"{safe}-tta.png"))
-        group = [r for r in runs if f"{r.model}/{r.recipe}" == name]
-        plots.append(plot_accuracy_vs_time(name, group, Path(out_dir) / f"{safe}-accuracy.png"))
+    for table in tables:
+        stem = Path(out_dir) / f"{table['recipe'].replace('/', '-')}-{table['model']}"
+        group = [r for r in runs if (r.recipe_path, r.model) == (table["recipe"], table["model"])]
+        tta_plot = Path(f"{stem}-tta.png")
+        plots.append(plot_tta_vs_slice(_title(table), table["rows"], table["target"], tta_plot))
+        plots.append(plot_metric_vs_time(_title(table), group, Path(f"{stem}-metric.png")))
     return {"out": out_dir, "tables": tables, "plots": [str(p) for p in plots]}
 
 
 def _render(report: dict) -> str:
-    parts = [markdown_table(name, rows) for name, rows in report["tables"].items()]
+    parts = [markdown_table(table) for table in report["tables"]]
     parts.append("Plots: " + ", ".join(report["plots"]))
     return "\n\n".join(parts)
 

@@ -6,7 +6,6 @@ the recipe's slice and global batch match the published row in its header.
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import sys
@@ -33,11 +32,9 @@ def define_flags() -> None:
 
 
 def resolve(path: Path, header: dict[str, str]) -> str:
-    """Parses the recipe with the model's configurables registered; returns the resolved config."""
-    importlib.import_module(f"models.{header['family']}.model")
-    importlib.import_module("models.core.tasks.image_classification")
+    """Parses the recipe (gin_config registers every family); returns the resolved config."""
     gin.clear_config()
-    gin_config.parse([str(path)], [])
+    gin_config.parse([str(path)], [], family=header["family"])
     return gin.config_str()
 
 
@@ -50,15 +47,18 @@ def check_matches(path: Path, header: dict[str, str]) -> list[str]:
     slices = _INCLUDE_SLICE.findall(path.read_text())
     if slices != [header["slice"]]:
         problems.append(f"slice file(s) {slices} != published slice {header['slice']}")
-    target = float(header["target"].split(">=")[-1])
+    target = float(re.split(r"[<>]=", header["target"])[-1])  # "top_1_accuracy >= 0.759"
     if gin.query_parameter("train.target_value") != target:
         problems.append(f"target {gin.query_parameter('train.target_value')} != {target}")
     return problems
 
 
+def _model_dir(path: Path) -> str:
+    return FLAGS.model_dir or f"runs/{path.stem}"
+
+
 def command(path: Path, header: dict[str, str]) -> list[str]:
-    model_dir = FLAGS.model_dir or f"runs/{path.stem}"
-    args = [sys.executable, "-m", f"models.{header['family']}", f"--model_dir={model_dir}"]
+    args = [sys.executable, "-m", f"models.{header['family']}", f"--model_dir={_model_dir(path)}"]
     args += [f"--gin_file={path}", f"--slice={header['slice']}", f"--tpu={FLAGS.tpu or 'NAME'}"]
     args += ["--precision=bfloat16", "--mode=train_and_eval", f"--recipe={path.stem}"]
     return args + ([f"--data_dir={FLAGS.data_dir}"] if FLAGS.data_dir else [])
@@ -81,11 +81,9 @@ def reproduce(recipe: str) -> dict:
         raise UsageError("--tpu is required to reproduce a TPU result (or use --dry_run)")
     progress(" ".join(result["command"]))
     done = subprocess.run(result["command"])
-    entry = {"model": header["family"], "recipe": path.stem, "slice": header["slice"]}
-    entry.update(
-        repeat=0, model_dir=FLAGS.model_dir or f"runs/{path.stem}", exit_code=done.returncode
-    )
-    run = load_run(entry)
+    entry = {"family": header["family"], "model": header["model"], "recipe": path.stem}
+    entry.update(slice=header["slice"], repeat=0, model_dir=_model_dir(path))
+    run = load_run({**entry, "exit_code": done.returncode})
     minutes = run.time_to_accuracy_s / 60 if run.time_to_accuracy_s else None
     published = float(header["minutes"])
     result.update(status=run.status, minutes=minutes, published_minutes=published)

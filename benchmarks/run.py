@@ -1,7 +1,7 @@
 """Time-to-accuracy runs: each (slice, repeat) in its own training process, gathered under --out.
 
-python -m benchmarks.run --model=resnet --recipe=default --slices=cpu-1,cpu-2,cpu-4 \\
-    --repeats=3 --out=DIR
+python -m benchmarks.run --recipe=resnet/default [--model=resnet34] \\
+    --slices=cpu-1,cpu-2,cpu-4 --repeats=3 --out=DIR
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from pathlib import Path
 from absl import flags
 
 import models  # noqa: F401 - quiets TensorFlow's C++ logs for the child processes too
+from benchmarks import recipes
 from benchmarks.output import progress, run_cli
+from benchmarks.recipes import Recipe, load_recipe, model_bindings
 from benchmarks.records import INDEX, RunResult, load_run
 from models.core.errors import UsageError
 from models.core.strategy import parse_slice
-from models.registry import CONFIGS_DIR, list_recipes
 
 FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-    flags.DEFINE_string("model", "resnet", "Model family (a package under models/).")
-    flags.DEFINE_string("recipe", "default", "Recipe: configs/<model>/<recipe>.gin.")
+    recipes.define_flags(default_recipe="resnet/default")
     flags.DEFINE_list("slices", ["cpu-1", "cpu-2", "cpu-4"], "Slices: cpu-N, gpu-N or v3-N.")
     flags.DEFINE_integer("repeats", 3, "Runs per slice (seeds 0..repeats-1).")
     flags.DEFINE_string("out", None, "Directory for every run's model_dir and the index.")
@@ -36,40 +36,38 @@ def define_flags() -> None:
     flags.DEFINE_integer("timeout_s", 3600, "A run still going after this is killed (aborted).")
 
 
-def run_command(model: str, recipe: str, slice_name: str, seed: int, model_dir: Path) -> list[str]:
-    """The training command of one run: recipe + slice file, stop at the recipe's target."""
-    command = [sys.executable, "-m", f"models.{model}", f"--model_dir={model_dir}"]
-    command += [f"--gin_file={model}/{recipe}.gin", f"--slice={slice_name}", f"--seed={seed}"]
-    if (CONFIGS_DIR / "slices" / f"{slice_name}.gin").exists():
-        command.append(f"--gin_file=slices/{slice_name}.gin")
-    command += [f"--recipe={recipe}", "--mode=train_and_eval"]
+def run_command(recipe: Recipe, slice_name: str, seed: int, model_dir: Path) -> list[str]:
+    """The training command of one run: the recipe on the slice (--slice applies its slice
+    file), --model as a binding, stop at the recipe's target."""
+    command = [sys.executable, "-m", f"models.{recipe.family}", f"--model_dir={model_dir}"]
+    command += [f"--gin_file={recipe.path}.gin", f"--slice={slice_name}", f"--seed={seed}"]
+    command += [f"--recipe={recipe.name}", "--mode=train_and_eval"]
     if FLAGS.tpu:
         command.append(f"--tpu={FLAGS.tpu}")
     if FLAGS.data_dir:
         command.append(f"--data_dir={FLAGS.data_dir}")
-    return command + [f"--gin_param={p}" for p in FLAGS.gin_param]
+    bindings = [*FLAGS.gin_param, *model_bindings(FLAGS.model)]
+    return command + [f"--gin_param={binding}" for binding in bindings]
 
 
-def _check_flags() -> list[str]:
+def _check_flags() -> Recipe:
+    """The recipe the flags name, after every flag is checked."""
     if not FLAGS.out:
         raise UsageError("--out is required")
-    if FLAGS.recipe not in list_recipes(FLAGS.model):
-        known = ", ".join(list_recipes(FLAGS.model)) or "none"
-        raise UsageError(f"no recipe '{FLAGS.recipe}' for model '{FLAGS.model}' (have: {known})")
     if FLAGS.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     for name in FLAGS.slices:
         if parse_slice(name)[0] == "tpu" and not FLAGS.tpu:
             raise UsageError(f"--slices={name} is a TPU slice: pass --tpu as well")
-    return FLAGS.slices
+    return load_recipe(FLAGS.recipe, FLAGS.model, tuple(FLAGS.gin_param))
 
 
-def _run_one(slice_name: str, repeat: int, out: Path) -> dict:
+def _run_one(recipe: Recipe, slice_name: str, repeat: int, out: Path) -> dict:
     """Runs one training process; returns its index entry (kept even when it fails)."""
-    model_dir = out / FLAGS.model / FLAGS.recipe / slice_name / f"run-{repeat}"
-    entry = {"model": FLAGS.model, "recipe": FLAGS.recipe, "slice": slice_name}
-    entry.update(repeat=repeat, seed=repeat, model_dir=str(model_dir))
-    command = run_command(FLAGS.model, FLAGS.recipe, slice_name, repeat, model_dir)
+    model_dir = out / recipe.path / recipe.model / slice_name / f"run-{repeat}"
+    entry = {"family": recipe.family, "model": recipe.model, "recipe": recipe.name}
+    entry.update(slice=slice_name, repeat=repeat, seed=repeat, model_dir=str(model_dir))
+    command = run_command(recipe, slice_name, repeat, model_dir)
     entry["command"] = command
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=FLAGS.timeout_s)
@@ -82,41 +80,43 @@ def _run_one(slice_name: str, repeat: int, out: Path) -> dict:
     return entry
 
 
-def _describe(result: RunResult) -> str:
-    if result.status == "success":
-        return (
-            f"{result.time_to_accuracy_s:.1f} s to {result.target_metric} "
-            f">= {result.target_value} (epoch {result.epochs:g})"
-        )
-    return f"ABORTED: {result.error}"
+def describe(result: RunResult) -> str:
+    """How one run ended, e.g. '12.3 s to wer <= 0.2 (epoch 3)'."""
+    if result.status != "success":
+        return f"ABORTED: {result.error}"
+    where = f"epoch {result.epochs:g}" if result.epochs is not None else f"step {result.steps}"
+    if result.time_to_accuracy_s is None:
+        return f"finished, no target ({where})"
+    return f"{result.time_to_accuracy_s:.1f} s to {result.target} ({where})"
 
 
 def run_all() -> dict:
-    slices = _check_flags()
+    recipe = _check_flags()
     out = Path(FLAGS.out)
     out.mkdir(parents=True, exist_ok=True)
-    total, results = len(slices) * FLAGS.repeats, []
-    for index, (slice_name, repeat) in enumerate(
-        ((s, r) for s in slices for r in range(FLAGS.repeats)), start=1
-    ):
+    runs = [(s, r) for s in FLAGS.slices for r in range(FLAGS.repeats)]
+    results = []
+    for index, (slice_name, repeat) in enumerate(runs, start=1):
         started = time.monotonic()
-        entry = _run_one(slice_name, repeat, out)
+        entry = _run_one(recipe, slice_name, repeat, out)
         with open(out / INDEX, "a") as handle:
             handle.write(json.dumps(entry) + "\n")
         result = load_run(entry)
         results.append(result)
         progress(
-            f"[{index}/{total}] {FLAGS.model} {FLAGS.recipe} {slice_name} seed {repeat}: "
-            f"{_describe(result)} ({time.monotonic() - started:.0f} s wall)"
+            f"[{index}/{len(runs)}] {recipe.path} {recipe.model} {slice_name} seed {repeat}: "
+            f"{describe(result)} ({time.monotonic() - started:.0f} s wall)"
         )
     ok = sum(r.status == "success" for r in results)
-    return {"out": str(out), "runs": total, "succeeded": ok, "aborted": total - ok}
+    summary = {"out": str(out), "family": recipe.family, "model": recipe.model}
+    summary.update(recipe=recipe.path, runs=len(runs), succeeded=ok, aborted=len(runs) - ok)
+    return summary
 
 
 def _render(result: dict) -> str:
     return (
-        f"{result['succeeded']}/{result['runs']} runs reached the target; records in "
-        f"{result['out']} (python -m benchmarks.report {result['out']})"
+        f"{result['recipe']} ({result['model']}): {result['succeeded']}/{result['runs']} runs "
+        f"succeeded; records in {result['out']} (python -m benchmarks.report {result['out']})"
     )
 
 

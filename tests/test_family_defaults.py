@@ -22,6 +22,7 @@ def test_default_recipe_train_step_compiles_with_xla(family, digits_dir):
     check_xla_train_step(f"{family}/default.gin")
 
 
+@pytest.mark.target
 @pytest.mark.parametrize("family", FAMILIES)
 def test_default_recipe_reaches_target(family, tmp_path, cli_env):
     check_reaches_target(family, tmp_path, cli_env)

@@ -29,11 +29,11 @@ def _clean_gin():
     gin.clear_config()
 
 
-def _resolved(files: list[str]) -> tuple[set[str], int]:
+def _resolved(files: list[str], slice_name: str | None = None) -> tuple[set[str], int]:
     """(bindings other than the batch, global batch) of the parsed files, after building the
     recipe's schedule and optimiser."""
     gin.clear_config()
-    gin_config.parse(files, [])
+    gin_config.parse(files, [], slice_name=slice_name)
     settings = TrainSettings()
     optimization.build_optimizer(plan(100, 100 * 50, settings.global_batch_size), "model")
     bindings = {
@@ -57,7 +57,8 @@ def test_imagenet_recipe_composes_with_slice_files(recipe):
     alone, _ = _resolved([recipe])
     for slice_file, batch in (("slices/v3-32.gin", 4096), ("slices/v3-128.gin", 16384)):
         assert _resolved([recipe, slice_file]) == (alone, batch)
-        assert _resolved([slice_file, recipe])[0] == alone  # the recipe's batch wins
+        assert _resolved([slice_file, recipe]) == (alone, batch)  # the slice file wins anyway
+        assert _resolved([recipe], slice_name=slice_file[7:-4]) == (alone, batch)  # --slice
     spec = RunSpec().check()
     task = spec.task(model=spec.model)
     assert task.input.num_classes == 1000 and task.input.label_offset == 1

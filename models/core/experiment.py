@@ -12,9 +12,8 @@ import orbit
 import tensorflow as tf
 
 from models.core import checkpoint as ckpt
-from models.core import gin_config, optimization
+from models.core import gin_config
 from models.core.cluster import is_chief, is_multi_worker
-from models.core.ema import build_averages
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
@@ -25,7 +24,7 @@ from models.core.settings import DEFAULT_EVALUATION, EvalPlan, StepPlan, TrainSe
 from models.core.strategy import check_jit_compile
 from models.core.target import Target
 from models.core.task import Task
-from models.core.trainer import Evaluator, Trainer
+from models.core.trainer import Evaluator, Trainer, build_training_state
 
 EVALUATING_MODES = ("eval", "train_and_eval", "continuous_eval")
 
@@ -58,12 +57,16 @@ class Experiment:
         self.training = options.mode in ("train", "train_and_eval")
         if self.training and settings.init_checkpoint:
             resolve_checkpoint(settings.init_checkpoint)  # a wrong path fails before building
+        if settings.synthetic_input and options.mode != "train":
+            raise UsageError("train.synthetic_input trains on made-up data: use --mode=train")
         if self.training and not settings.synthetic_input:
             task.validate_data()
-        train_size = None if settings.synthetic_input else task.num_examples("train")
-        self.plan = StepPlan.make(settings, train_size, task.num_examples)
+        self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
+        self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
         self.target = self._target()
-        self.models, self.optimizers, self.global_step, self.averages = self._build_models()
+        state = build_training_state(task, strategy, self.plan, build_slots=not self.training)
+        self.models, self.optimizers = state.models, state.optimizers
+        self.global_step, self.averages = state.global_step, state.averages
         # Non-chief workers must write their (collective) saves somewhere else: a temp dir.
         self.checkpoint_dir = options.model_dir if self.chief else tempfile.mkdtemp("-zoo-worker")
         self.manager = ckpt.build_manager(
@@ -89,6 +92,14 @@ class Experiment:
         self._check_target_metric()
 
     # ------------------------------------------------------------------ building
+
+    def _sizes_if_known(self, split: str) -> int | None:
+        """Split sizes for synthetic input: the task's where it knows them (the recipe says,
+        or the data is there), else None (then the recipe's lengths must be in steps)."""
+        try:
+            return self.task.num_examples(split)
+        except UsageError:
+            return None
 
     def _target(self) -> Target | None:
         name, value = self.settings.target_metric, self.settings.target_value
@@ -127,20 +138,6 @@ class Experiment:
                 f"--target_metric={self.target.metric} is not an eval metric"
                 f"{nearest(self.target.metric, known)} (have: {', '.join(known)})"
             )
-
-    def _build_models(self):
-        """Models, optimisers, the global step and weight averages, under the strategy scope."""
-        with self.strategy.scope():
-            models = self.task.build_models()
-            optimizers = self.task.build_optimizers(models, self.plan)
-            global_step = orbit.utils.create_global_step()
-            if not self.training:
-                for name, optimizer in optimizers.items():  # slots, so that restores match
-                    optimizer.build(models[name].trainable_variables)
-            averages = build_averages(
-                models, {name: optimization.ema_decay(name) for name in optimizers}
-            )
-        return models, optimizers, global_step, averages
 
     def _build_trainer(self) -> Trainer:
         settings = self.settings
@@ -187,7 +184,14 @@ class Experiment:
             target_value=target.value if target else None,
             target_direction=target.direction if target else None,
         )
-        return RunRecorder(options.model_dir, info, chief=self.chief and self.training)
+        return RunRecorder(
+            options.model_dir,
+            info,
+            self.plan,
+            describe_accelerator(self.strategy),
+            models=self.models,
+            chief=self.chief and self.training,
+        )
 
     def _summary_dir(self, name: str) -> str | None:
         return f"{self.options.model_dir}/summaries/{name}" if self.chief else None
@@ -287,8 +291,7 @@ class Experiment:
         if step:
             print(f"resumed from checkpoint at step {step}{self._epoch_text(step)}", flush=True)
         self.recorder.run_start(
-            describe_accelerator(self.strategy),
-            self.task.num_examples("train") if not self.settings.synthetic_input else None,
+            self.sizes("train"),
             self._eval_samples(),
         )
         try:
@@ -312,15 +315,17 @@ class Experiment:
     def _eval_samples(self) -> int | None:
         evaluation = self.plan.evaluations.get(DEFAULT_EVALUATION)
         split = evaluation.split if evaluation else next(iter(self.plan.evaluations.values())).split
-        return self.task.num_examples(split)
+        return self.sizes(split)
 
     def _train_loop(self, evaluate: bool, step: int) -> tuple[dict, bool, int]:
         """Train to each evaluation's cadence until the last step or the target;
         (metrics, reached, step)."""
         plan, metrics, reached = self.plan, {}, False
         while step < plan.total_steps and not reached:
+            self.recorder.block_start(step, plan.next_stop(step))
             self.controller.train(plan.next_stop(step), checkpoint_at_completion=False)
             step = int(self.global_step.numpy())
+            self.recorder.block_stop()
             due = plan.due(step) if evaluate else []
             reached = self._round(step, due, metrics)
         if evaluate and not metrics:  # resumed a finished run: report where it stands
@@ -330,12 +335,12 @@ class Experiment:
     def _round(self, step: int, due: list[EvalPlan], metrics: dict) -> bool:
         """Runs the due evaluations into `metrics`, records and prints; whether the target
         is reached."""
+        if due:
+            self.recorder.eval_start(step)
         fresh = self._evaluate(due) if due else {}
         metrics.update(fresh)
         if fresh:
-            epoch = self.plan.epoch(step)
-            epoch_num = epoch if epoch is not None else step * self.plan.global_batch_size
-            self.recorder.eval_result(step, epoch, fresh, epoch_num)
+            self.recorder.eval_result(step, fresh)
         self._progress(step, fresh)
         return self._reached(step, fresh, metrics)
 

@@ -10,7 +10,7 @@ import gin.resource_reader
 import tf_keras
 
 from models import registry
-from models.core import optimization, recipe, settings, strategy  # noqa: F401 - registers core configurables
+from models.core import mlperf, optimization, recipe, settings, strategy  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
 from models.core.files import write_atomically
 from models.registry import CONFIGS_DIR

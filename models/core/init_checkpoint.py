@@ -80,6 +80,7 @@ def restore_init_checkpoint(path: str, modules: Sequence[str], models: Models) -
         status = _as_checkpoint(tree).restore(prefix)
         status.expect_partial().assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.OpError) as error:
+        tf.get_logger().setLevel("ERROR")  # else the failed restore warns at exit, per value
         raise UsageError(
             f"train.init_checkpoint={path}: cannot restore {', '.join(modules or models)} "
             f"from {prefix}: {first_line(error)}"

@@ -42,9 +42,9 @@ def learning_rate(
     or decay_epochs (staircase) counted from step 0, as TF1's exponential_decay in the TPU
     references and Model Garden's `exponential`; the warmup ramps to that schedule's value at
     its end."""
-    peak = base_lr * (plan.global_batch_size / base_batch_size if base_batch_size else 1.0)
-    warmup_names = tuple(f"learning_rate.warmup_{u}" for u in ("steps", "epochs", "examples"))
-    warmup = plan.clock.steps(warmup_names, warmup_steps, warmup_epochs, warmup_examples) or 0
+    peak, warmup = peak_and_warmup(
+        plan, base_lr, base_batch_size, warmup_steps, warmup_epochs, warmup_examples
+    )
     after = max(plan.total_steps - warmup, 1)
     if decay == "cosine":
         schedule = tf_keras.optimizers.schedules.CosineDecay(peak, after)
@@ -72,6 +72,21 @@ def learning_rate(
     if warmup <= 0:
         return schedule
     return lr_schedule.LinearWarmup(_Offset(schedule, warmup), warmup, 0.0)
+
+
+def peak_and_warmup(
+    plan: StepPlan,
+    base_lr: float,
+    base_batch_size: int | None,
+    warmup_steps: int | None = None,
+    warmup_epochs: float | None = None,
+    warmup_examples: int | None = None,
+) -> tuple[float, int]:
+    """The peak rate (base_lr x global batch / base_batch_size; None: base_lr) and the
+    warmup's length in steps (0 when none is set)."""
+    peak = base_lr * (plan.global_batch_size / base_batch_size if base_batch_size else 1.0)
+    names = tuple(f"learning_rate.warmup_{unit}" for unit in ("steps", "epochs", "examples"))
+    return peak, plan.clock.steps(names, warmup_steps, warmup_epochs, warmup_examples) or 0
 
 
 def _boundaries(

@@ -15,7 +15,9 @@ import tensorflow as tf
 from mlperf_logging.mllog import constants
 from mlperf_logging.mllog.mllog import MLLogger
 
+from models.core import mlperf
 from models.core.files import write_atomically
+from models.core.settings import StepPlan
 
 RECORDS_DIR = "records"
 
@@ -115,38 +117,75 @@ def _file_logger(path: str) -> logging.Logger:
 
 
 class RunRecorder:
-    """Writes the MLPerf log as events happen and the JSON record at every eval and the end."""
+    """Writes the MLPerf log as events happen and the JSON record at every eval and the end.
 
-    def __init__(self, model_dir: str, info: RunInfo, chief: bool = True):
-        self.chief = chief
+    The log passes MLPerf's compliance checker (training_1.0.0/common.yaml; see README.md):
+    submission keys from gin `mlperf.*`, a block per training segment between evaluations,
+    an eval_start/eval_accuracy/eval_stop per evaluation round."""
+
+    def __init__(
+        self,
+        model_dir: str,
+        info: RunInfo,
+        plan: StepPlan,
+        accelerator: str,
+        models: dict | None = None,
+        chief: bool = True,
+    ):
+        """models: the run's models, for the hyper-parameter keys `mlperf.hyperparameters`
+        names (read before anything is written, so bad `mlperf.*` settings write nothing)."""
+        submission = mlperf.Submission()
+        keys = submission.keys(info.family, accelerator)
+        keys[constants.GLOBAL_BATCH_SIZE] = info.global_batch_size
+        keys[constants.SEED] = info.seed
+        keys[constants.GRADIENT_ACCUMULATION_STEPS] = 1  # the trainer never accumulates
+        keys.update(mlperf.hyperparameters(plan, models or {}, info.replicas))
+        self.chief, self.clock = chief, plan.clock
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
         directory = f"{model_dir.rstrip('/')}/{RECORDS_DIR}"
-        self.record = RunRecord(**asdict(info), started_at=stamp)
+        self.record = RunRecord(**asdict(info), started_at=stamp, accelerator=accelerator)
         self.record.host = f"{platform.node()} ({_cpu_name()}, "
         self.record.host += f"{os.cpu_count()} CPUs)"
         self.record.git_revision = git_revision()
         self.json_path = f"{directory}/{stamp}.json"
         self.log_path = f"{directory}/{stamp}.mlperf.log"
         self._run_start: float | None = None
+        self._block_first_epoch: float | None = None
         if chief:
             tf.io.gfile.makedirs(directory)
             self.mllogger = MLLogger(logger=_file_logger(self.log_path))
+            self._event("event", constants.CACHE_CLEAR, submission.caches_cleared)
             self._event("start", constants.INIT_START)
-            self._event("event", constants.SUBMISSION_BENCHMARK, info.model)
-            self._event("event", constants.GLOBAL_BATCH_SIZE, info.global_batch_size)
-            self._event("event", constants.SEED, info.seed)
+            for key, value in keys.items():
+                self._event("event", key, value)
 
     def _event(self, kind: str, key: str, value=None, metadata=None) -> None:
         if self.chief:
             getattr(self.mllogger, kind)(key=key, value=value, metadata=metadata)
 
-    def run_start(self, accelerator: str, train_samples: int, eval_samples: int) -> None:
-        self.record.accelerator = accelerator
+    def run_start(self, train_samples: int | None, eval_samples: int | None) -> None:
+        """None for a dataset of unknown size is logged as null (MLPerf's check is != '')."""
         self._event("event", constants.TRAIN_SAMPLES, train_samples)
         self._event("event", constants.EVAL_SAMPLES, eval_samples)
         self._event("end", constants.INIT_STOP)
         self._event("start", constants.RUN_START)
         self._run_start = time.time()
+
+    def block_start(self, step: int, stop: int) -> None:
+        """A training segment from `step` to `stop`, in MLPerf's epoch_num units."""
+        first = mlperf.epoch_num(self.clock, step)
+        count = mlperf.epoch_num(self.clock, stop - step)  # the segment's length
+        metadata = {constants.FIRST_EPOCH_NUM: first, constants.EPOCH_COUNT: count}
+        self._event("start", constants.BLOCK_START, metadata=metadata)
+        self._block_first_epoch = first
+
+    def block_stop(self) -> None:
+        metadata = {constants.FIRST_EPOCH_NUM: self._block_first_epoch}
+        self._event("end", constants.BLOCK_STOP, metadata=metadata)
+
+    def eval_start(self, step: int) -> None:
+        metadata = {constants.EPOCH_NUM: mlperf.epoch_num(self.clock, step)}
+        self._event("start", constants.EVAL_START, metadata=metadata)
 
     def elapsed(self) -> float:
         return time.time() - self._run_start if self._run_start else 0.0
@@ -156,14 +195,15 @@ class RunRecorder:
         self.record.examples_per_second = logs.get("examples_per_second")
         self.record.train_logs = {k: v for k, v in logs.items() if k != "examples_per_second"}
 
-    def eval_result(
-        self, step: int, epoch: float | None, metrics: dict[str, float], epoch_num: float
-    ) -> None:
-        """One evaluation's metrics; epoch_num is MLPerf's (epochs, or samples when the
-        dataset's size is unknown, as MLPerf's BERT logs)."""
+    def eval_result(self, step: int, metrics: dict[str, float]) -> None:
+        """One evaluation round's metrics: eval_accuracy (the target metric's value only),
+        eval_stop, and a point of the JSON record's eval curve."""
+        epoch_num = {constants.EPOCH_NUM: mlperf.epoch_num(self.clock, step)}
         value = metrics.get(self.record.target_metric or "", None)
         if value is not None:
-            self._event("event", constants.EVAL_ACCURACY, value, {constants.EPOCH_NUM: epoch_num})
+            self._event("event", constants.EVAL_ACCURACY, value, epoch_num)
+        self._event("end", constants.EVAL_STOP, metadata=epoch_num)
+        epoch = self.clock.epoch(step)
         self.record.epochs, self.record.steps = epoch, step
         self.record.final_metrics.update(metrics)
         point = {"step": step, "epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}

@@ -3,18 +3,47 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import orbit
 import tensorflow as tf
 import tf_keras
 
-from models.core.ema import WeightAverage
+from models.core import optimization
+from models.core.ema import WeightAverage, build_averages
 from models.core.errors import UsageError
-from models.core.settings import EvalPlan
+from models.core.settings import EvalPlan, StepPlan
 from models.core.task import Models, Optimizers, Task
 
 Averages = dict[str, WeightAverage]
 SYNTHETIC = "synthetic"
+
+
+@dataclass
+class TrainingState:
+    """What a run trains and checkpoints: models, optimisers, global step, weight averages."""
+
+    models: Models
+    optimizers: Optimizers
+    global_step: tf.Variable
+    averages: Averages
+
+
+def build_training_state(
+    task: Task, strategy: tf.distribute.Strategy, plan: StepPlan, build_slots: bool = False
+) -> TrainingState:
+    """The task's models and optimisers, the global step and the weight averages each model's
+    `optimizer.ema_decay` asks for, under the strategy scope; build_slots creates optimiser
+    slots up front (runs that only restore, so that checkpoints match)."""
+    with strategy.scope():
+        models = task.build_models()
+        optimizers = task.build_optimizers(models, plan)
+        global_step = orbit.utils.create_global_step()
+        if build_slots:
+            for name, optimizer in optimizers.items():
+                optimizer.build(models[name].trainable_variables)
+        decays = {name: optimization.ema_decay(name) for name in optimizers}
+        return TrainingState(models, optimizers, global_step, build_averages(models, decays))
 
 
 def distributed_dataset(
@@ -38,7 +67,7 @@ def distributed_dataset(
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def current_learning_rate(optimizer: tf_keras.optimizers.Optimizer) -> float:
+def _current_learning_rate(optimizer: tf_keras.optimizers.Optimizer) -> float:
     """The optimiser's learning rate at its current iteration."""
     lr = optimizer.learning_rate
     if isinstance(lr, tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -95,7 +124,6 @@ class Trainer(orbit.StandardTrainer):
         global_step: tf.Variable,
         global_batch_size: int,
         jit_compile: bool = False,
-        use_tf_while_loop: bool = True,
         averages: Averages | None = None,
         data_service: str | None = None,
         synthetic_input: bool = False,
@@ -113,7 +141,7 @@ class Trainer(orbit.StandardTrainer):
         split = SYNTHETIC if synthetic_input else "train"
         super().__init__(
             distributed_dataset(strategy, task, split, global_batch_size, data_service),
-            options=orbit.StandardTrainerOptions(use_tf_while_loop=use_tf_while_loop),
+            options=orbit.StandardTrainerOptions(use_tf_while_loop=True),
         )
 
     def _replica_step(self, inputs) -> dict[str, tf.Tensor]:
@@ -142,7 +170,7 @@ class Trainer(orbit.StandardTrainer):
         logs = self.means.result(steps)
         logs.update({m.name: float(m.result()) for m in self.metrics})
         for name, optimizer in self.optimizers.items():
-            logs[f"learning_rate/{name}"] = current_learning_rate(optimizer)
+            logs[f"learning_rate/{name}"] = _current_learning_rate(optimizer)
         logs["examples_per_second"] = steps * self.global_batch_size / seconds
         return logs
 

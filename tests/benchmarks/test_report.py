@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mlperf_logging.compliance_checker import mlp_parser
 from zoo_testing import PYTHON, REPO
 
 from benchmarks.records import INDEX, load_runs, mllog_timing, read_mllog
@@ -20,26 +19,50 @@ def _event(time_ms, key, value=None, metadata=None, kind="POINT_IN_TIME"):
     return ":::MLLOG " + json.dumps(body)
 
 
-def _write_run(out: Path, slice_name: str, repeat: int, replicas: int, tta_s: float | None):
-    """A run as the harness leaves it: index entry, JSON record, MLPerf log."""
-    model_dir = out / "resnet" / "default" / slice_name / f"run-{repeat}"
+RESNET = {"family": "resnet", "model": "resnet18", "recipe": "default"}
+TOP_1 = {"target_metric": "top_1_accuracy", "target_value": 0.97, "target_direction": "higher"}
+ASR = {"family": "asr", "model": "asr_small", "recipe": "default"}
+WER = {"target_metric": "wer", "target_value": 0.2, "target_direction": "lower"}
+NO_TARGET = {"target_metric": None, "target_value": None, "target_direction": None}
+
+
+def _write_run(
+    out: Path,
+    slice_name: str,
+    repeat: int,
+    replicas: int,
+    tta_s: float | None,
+    run: dict = RESNET,
+    target: dict = TOP_1,
+    stopped: str | None = None,
+    curve: tuple[float, float] = (0.5, 0.98),
+):
+    """A run as the harness leaves it: index entry, JSON record, MLPerf log (two evaluations
+    of the target metric, when there is one). `stopped` is the run_stop status (default:
+    success when tta_s is given)."""
+    model_dir = out / run["family"] / run["recipe"] / run["model"] / slice_name / f"run-{repeat}"
     (model_dir / "records").mkdir(parents=True)
-    status = "success" if tta_s is not None else "aborted"
+    status = stopped or ("success" if tta_s is not None else "aborted")
     stop_ms = 1000 + int((tta_s if tta_s is not None else 5.0) * 1000)
+    evals = [
+        _event(stop_ms - 500, "eval_accuracy", curve[0], {"epoch_num": 1.0}),
+        _event(stop_ms, "eval_accuracy", curve[1], {"epoch_num": 2.0}),
+    ]
+    if target["target_metric"] is None:
+        evals = []  # MLPerf's eval_accuracy is the target metric's value
     lines = [
         _event(0, "init_start", kind="INTERVAL_START"),
         _event(900, "init_stop", kind="INTERVAL_END"),
         _event(1000, "run_start", kind="INTERVAL_START"),
-        _event(stop_ms - 500, "eval_accuracy", 0.5, {"epoch_num": 1.0}),
-        _event(stop_ms, "eval_accuracy", 0.98 if tta_s else 0.6, {"epoch_num": 2.0}),
+        *evals,
         _event(stop_ms, "run_stop", None, {"status": status}, kind="INTERVAL_END"),
     ]
     (model_dir / "records" / "1.mlperf.log").write_text("\n".join(lines) + "\n")
-    record = {"replicas": replicas, "global_batch_size": 32 * replicas, "epochs": 2.0}
-    record.update(examples_per_second=100.0 * replicas, target_metric="top_1_accuracy")
-    record["target_value"] = 0.97
+    record = {**run, **target, "replicas": replicas, "global_batch_size": 32 * replicas}
+    record.update(epochs=2.0, steps=20, examples_per_second=100.0 * replicas)
+    record["time_to_accuracy_s"] = tta_s
     (model_dir / "records" / "1.json").write_text(json.dumps(record))
-    entry = {"model": "resnet", "recipe": "default", "slice": slice_name, "repeat": repeat}
+    entry = {**run, "slice": slice_name, "repeat": repeat}
     entry.update(model_dir=str(model_dir), exit_code=0)
     with open(out / INDEX, "a") as handle:
         handle.write(json.dumps(entry) + "\n")
@@ -56,7 +79,7 @@ def fixture_runs(tmp_path):
 
 
 def test_mllog_timing_is_run_start_to_run_stop(fixture_runs):
-    log = next((fixture_runs / "resnet/default/cpu-1/run-0/records").glob("*.mlperf.log"))
+    log = next((fixture_runs / "resnet/default/resnet18/cpu-1/run-0/records").glob("*.mlperf.log"))
     seconds, status, curve = mllog_timing(read_mllog(log))
     assert (seconds, status) == (10.0, "success")
     assert curve == [(9.5, 0.5), (10.0, 0.98)]
@@ -71,25 +94,59 @@ def test_aborted_run_is_kept_as_aborted(fixture_runs):
 
 
 def test_missing_record_counts_as_aborted(tmp_path):
-    entry = {"model": "resnet", "recipe": "default", "slice": "cpu-1", "repeat": 0}
+    entry = {**RESNET, "slice": "cpu-1", "repeat": 0}
     entry.update(model_dir=str(tmp_path / "never-written"), exit_code=1, error="error: boom")
     (tmp_path / INDEX).write_text(json.dumps(entry) + "\n")
     (run,) = load_runs(tmp_path)
     assert run.status == "aborted" and run.error == "error: boom"
 
 
+def test_index_from_before_spine_v2_names_the_family_as_model(tmp_path):
+    entry = {"model": "resnet", "recipe": "default", "slice": "cpu-1", "repeat": 0}
+    entry.update(model_dir=str(tmp_path / "never-written"), exit_code=1)
+    (tmp_path / INDEX).write_text(json.dumps(entry) + "\n")
+    (run,) = load_runs(tmp_path)
+    assert run.recipe_path == "resnet/default"
+
+
 def test_report_table_medians_speedup_and_efficiency(fixture_runs):
     report = build_report(str(fixture_runs))
-    cpu1, cpu2 = report["tables"]["resnet/default"]
+    (table,) = report["tables"]
+    assert table["recipe"] == "resnet/default" and table["model"] == "resnet18"
+    cpu1, cpu2 = table["rows"]
     assert (cpu1["tta_median_s"], cpu1["tta_min_s"], cpu1["tta_max_s"]) == (12.0, 10.0, 14.0)
     assert (cpu2["succeeded"], cpu2["runs"], cpu2["tta_median_s"]) == (2, 3, 7.0)
     assert cpu2["speedup"] == pytest.approx(12.0 / 7.0)
     assert cpu2["scaling_efficiency"] == pytest.approx(12.0 / 7.0 / 2)
-    table = markdown_table("resnet/default", report["tables"]["resnet/default"])
-    assert "| cpu-2 | 2 | 64 | 2/3 | 7.0 (6.0-8.0) |" in table
-    assert "cpu-2 aborted: target not reached" in table
+    text = markdown_table(table)
+    assert "### resnet/default (resnet18)" in text and "target: top_1_accuracy >= 0.97" in text
+    assert "| cpu-2 | 2 | 64 | 2/3 | 7.0 (6.0-8.0) |" in text
+    assert "cpu-2 aborted: target not reached" in text
     for plot in report["plots"]:
         assert Path(plot).stat().st_size > 10_000
+    assert Path(report["plots"][0]).name == "resnet-default-resnet18-tta.png"
+
+
+def test_lower_is_better_target_reads_with_its_comparison(tmp_path):
+    for repeat, tta in enumerate([20.0, 30.0]):
+        _write_run(tmp_path, "cpu-1", repeat, 1, tta, run=ASR, target=WER, curve=(0.5, 0.15))
+    (table,) = build_report(str(tmp_path))["tables"]
+    assert table["target"] == "wer <= 0.2" and table["rows"][0]["tta_median_s"] == 25.0
+    assert "target: wer <= 0.2" in markdown_table(table)
+
+
+def test_runs_without_a_target_have_no_time_to_accuracy(tmp_path):
+    _write_run(tmp_path, "cpu-1", 0, 1, None, target=NO_TARGET, stopped="success")
+    _write_run(tmp_path, "cpu-2", 0, 2, None, target=NO_TARGET, stopped="success")
+    (run, _) = load_runs(tmp_path)
+    assert run.status == "success" and run.time_to_accuracy_s is None and run.target is None
+    report = build_report(str(tmp_path))
+    (table,) = report["tables"]
+    assert table["target"] is None and [r["succeeded"] for r in table["rows"]] == [1, 1]
+    assert table["rows"][1]["speedup"] is None
+    text = markdown_table(table)
+    assert "target: none" in text and "| cpu-1 | 1 | 32 | 1/1 | - | 2 |" in text
+    assert all(Path(plot).is_file() for plot in report["plots"])
 
 
 def test_report_json_is_one_object(fixture_runs):
@@ -100,7 +157,7 @@ def test_report_json_is_one_object(fixture_runs):
         cwd=REPO,
         check=True,
     ).stdout
-    assert json.loads(out)["tables"]["resnet/default"][0]["slice"] == "cpu-1"
+    assert json.loads(out)["tables"][0]["rows"][0]["slice"] == "cpu-1"
 
 
 def test_report_on_empty_dir_is_one_line_exit_2(tmp_path):
@@ -108,15 +165,3 @@ def test_report_on_empty_dir_is_one_line_exit_2(tmp_path):
         [PYTHON, "-m", "benchmarks.report", str(tmp_path)], capture_output=True, text=True, cwd=REPO
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-
-
-def test_our_mllog_passes_mlperf_parser(tmp_path):
-    from models.core.records import RunInfo, RunRecorder
-
-    info = RunInfo("resnet", "default", "cpu-1", 1, 32, "float32", 0, "top_1_accuracy", 0.9)
-    recorder = RunRecorder(str(tmp_path), info)
-    recorder.run_start("1 x CPU", 100, 10)
-    recorder.eval_result(1.0, {"top_1_accuracy": 0.95})
-    recorder.run_stop(success=True)
-    lines, errors = mlp_parser.parse_file(recorder.log_path, ruleset="6.1.0")
-    assert errors == [] and [x.key for x in lines][-1] == "run_stop"

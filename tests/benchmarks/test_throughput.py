@@ -7,26 +7,22 @@ import subprocess
 
 import gin
 import pytest
-import tensorflow as tf
 import tf_keras
 from zoo_testing import PYTHON
 
-from benchmarks import throughput_measure as measure
-from benchmarks.throughput_anchor import measure_anchor
-from benchmarks.throughput_input import measure_inputs
-from benchmarks.throughput_ours import Recipe, check, configure, measure_ours
+from benchmarks.recipes import load_recipe
+from benchmarks.throughput import input as pipelines
+from benchmarks.throughput import measure, ours
+from benchmarks.throughput.render import render
 from models.core.errors import UsageError
-from models.core.strategy import build_strategy
-from models.data.classification import ClassificationInput
 
 # The ResNet-50 recipe shrunk to ResNet-18 at width 0.25 on 32x32 inputs, no XLA (CPU time).
 TINY = [
-    "resnet.depth = 18",
     "resnet.width_multiplier = 0.25",
     "classification_input.image_size = 32",
     "train.jit_compile = False",
 ]
-TINY_FLAGS = [f"--gin_param={binding}" for binding in TINY]
+TINY_FLAGS = ["--model=resnet18", *(f"--gin_param={binding}" for binding in TINY)]
 
 
 @pytest.fixture(autouse=True)
@@ -37,14 +33,24 @@ def _clean_state():
     tf_keras.mixed_precision.set_global_policy("float32")
 
 
-def _command(*args: str) -> list[str]:
-    return [PYTHON, "-m", "benchmarks.throughput", "--model=resnet", *args]
+def _throughput(*args: str, env: dict, timeout: int = 300) -> subprocess.CompletedProcess:
+    command = [PYTHON, "-m", "benchmarks.throughput", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _dense() -> tf_keras.Model:
+    return tf_keras.Sequential([tf_keras.Input([7]), tf_keras.layers.Dense(5, use_bias=False)])
 
 
 def test_forward_flops_of_one_dense_layer_is_two_in_out():
-    model = tf_keras.Sequential([tf_keras.Input([7]), tf_keras.layers.Dense(5, use_bias=False)])
+    model = _dense()
     assert measure.forward_flops(model, [7]) == 2 * 7 * 5
     assert measure.training_flops_per_example(model, [7]) == 3 * 2 * 7 * 5
+
+
+def test_flops_per_example_only_for_one_model_with_one_input():
+    assert ours.flops_per_example({"model": _dense()}) == 3 * 2 * 7 * 5
+    assert ours.flops_per_example({"generator": _dense(), "discriminator": _dense()}) is None
 
 
 def test_matmul_peak_is_positive():
@@ -53,67 +59,71 @@ def test_matmul_peak_is_positive():
     assert "64x64 float32" in peak["method"]
 
 
-def test_ours_and_anchor_train_two_steps_and_match_in_size():
-    recipe = Recipe("resnet", "resnet50_imagenet", 4, "float32")
-    configure(recipe, TINY)
-    strategy = build_strategy()
-    ours = measure_ours(recipe, strategy, warmup_steps=1, steps=2)
-    anchor = measure_anchor(ours["config"], 4, "float32", strategy, warmup_steps=1, steps=2)
-    assert ours["examples_per_s"] > 0 and anchor["examples_per_s"] > 0
-    assert ours["params"] == anchor["params"]
-    assert ours["flops_per_example"] == anchor["flops_per_example"] > 0
-    assert ours["config"]["num_classes"] == 1000 and ours["config"]["image_size"] == 32
+def test_resnet_json_is_one_object_and_both_sides_match(cli_env):
+    args = ["--recipe=resnet/resnet50_imagenet", "--batch=4", "--precision=bfloat16"]
+    args += ["--steps=1", "--warmup_steps=1", "--peak_size=64", "--json", *TINY_FLAGS]
+    done = _throughput(*args, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1
+    result = json.loads(done.stdout)
+    assert (result["family"], result["model"]) == ("resnet", "resnet18")
+    assert result["recipe"] == "resnet/resnet50_imagenet"
+    mine, anchor = result["ours"], result["anchor"]
+    assert mine["mfu"] > 0 and result["params_match"] and result["ratio_ours_to_anchor"] > 0
+    assert mine["flops_per_example"] == anchor["flops_per_example"] > 0
+    assert anchor["matched"]["num_classes"] == 1000 and anchor["matched"]["image_size"] == 32
+    assert "train.synthetic_input = True" in result["input"]
+
+
+def test_other_family_default_recipe_runs_on_synthetic_input_without_anchor(cli_env):
+    args = ["--recipe=mobilenet/default", "--batch=2", "--precision=float32", "--steps=1"]
+    args += ["--warmup_steps=0", "--peak_size=64", "--json"]
+    done = _throughput(*args, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["family"], result["model"]) == ("mobilenet", "mobilenet_v2")
+    assert result["ours"]["examples_per_s"] > 0 and result["ours"]["mfu"] > 0
+    assert result["anchor"] is None and result["ratio_ours_to_anchor"] is None
+    assert "ImageClassificationTask.synthetic_inputs" in result["input"]
+    table = render(result)
+    assert "no anchor: Model Garden's 'resnet_imagenet' matches the resnet family only" in table
+    assert table.count("| this project") == 1 and "Model Garden: exp_factory" not in table
 
 
 def test_input_only_on_digits_gives_images_per_second_for_both(digits_dir):
-    configure(Recipe("resnet", "default", 8, "float32"), [])
-    result = measure_inputs(ClassificationInput(digits_dir), batch=8, warmup=1, count=2)
+    recipe = load_recipe("resnet/default", bindings=("train.global_batch_size = 8",))
+    pipeline = pipelines.pipeline_of(ours.build_task(recipe, digits_dir))
+    result = pipelines.measure_inputs(pipeline, batch=8, warmup=1, count=2)
     assert result["image_size"] == 32
     assert result["ours"]["images_per_s"] > 0 and result["anchor"]["images_per_s"] > 0
 
 
-def test_json_prints_exactly_one_object(cli_env, digits_dir):
-    args = ["--recipe=resnet50_imagenet", "--batch=4", "--precision=bfloat16", "--steps=1"]
-    args += ["--warmup_steps=1", "--peak_size=64", "--json", *TINY_FLAGS]
-    done = subprocess.run(_command(*args), capture_output=True, text=True, env=cli_env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("\n") == 1
-    result = json.loads(done.stdout)
-    assert set(result) >= {"ours", "anchor", "peak_flops_per_s", "ratio_ours_to_anchor"}
-    assert result["ours"]["mfu"] > 0 and result["params_match"]
+def test_input_only_needs_a_classification_pipeline():
+    with pytest.raises(UsageError, match="--input_only compares classification input pipelines"):
+        pipelines.pipeline_of(object())
 
 
 def test_input_only_json(cli_env, digits_dir):
-    args = ["--recipe=default", "--batch=8", "--steps=1", "--warmup_steps=1"]
+    args = ["--recipe=resnet/default", "--batch=8", "--steps=1", "--warmup_steps=1"]
     args += ["--input_only", f"--data_dir={digits_dir}", "--json"]
-    done = subprocess.run(_command(*args), capture_output=True, text=True, env=cli_env, timeout=300)
+    done = _throughput(*args, env=cli_env)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["anchor"]["images_per_s"] > 0
-
-
-@pytest.mark.parametrize("args", [["--recipe=resnet51_imagenet"], ["--precision=fp8"]])
-def test_bad_input_is_one_line_and_exit_2(cli_env, args):
-    done = subprocess.run(_command(*args), capture_output=True, text=True, env=cli_env, timeout=120)
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert len(done.stderr.strip().splitlines()) == 1
-    assert done.stderr.startswith("error: ")
+    result = json.loads(done.stdout)
+    assert result["anchor"]["images_per_s"] > 0 and result["model"] == "resnet18"
 
 
 @pytest.mark.parametrize(
-    "recipe, message",
+    "args, message",
     [
-        (Recipe("resnot", "default", 4, "float32"), "did you mean 'resnet'"),
-        (Recipe("resnet", "defualt", 4, "float32"), "did you mean 'default'"),
-        (Recipe("resnet", "default", 0, "float32"), "--batch must be at least 1"),
+        (["--recipe=resnet/resnet51_imagenet"], "did you mean 'resnet50_imagenet'"),
+        (["--model=resnet"], "--model=resnet is a family"),
+        (["--precision=fp8"], "precision"),
+        (["--batch=0"], "--batch must be at least 1"),
     ],
 )
-def test_check_rejects_unknown_names_and_empty_batches(recipe, message):
-    with pytest.raises(UsageError, match=message):
-        check(recipe)
-
-
-def test_synthetic_examples_have_the_recipe_shape():
-    images, labels = next(iter(measure.synthetic_examples(2, 8, 3, tf.bfloat16)))
-    assert images.shape == (2, 8, 8, 3) and images.dtype == tf.bfloat16
-    assert labels.dtype == tf.int32 and bool(tf.reduce_all(labels < 3))
+def test_bad_input_is_one_line_and_exit_2(cli_env, args, message):
+    done = _throughput(*args, env=cli_env, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("error: ") and message in done.stderr

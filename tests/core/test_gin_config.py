@@ -29,9 +29,31 @@ def test_binding_overrides_file():
     assert TrainSettings().epochs == 3
 
 
-def test_later_file_overrides_earlier():
-    gin_config.parse(["resnet/default.gin", "slices/cpu-4.gin"], [])
+def test_slice_file_sets_the_batch_wherever_it_stands():
+    for files in (["resnet/default.gin", "slices/cpu-4.gin"], ["slices/cpu-4", "resnet/default"]):
+        gin.clear_config()
+        gin_config.parse(files, [])
+        assert TrainSettings().global_batch_size == 128
+
+
+def test_slice_flag_applies_its_slice_file_and_bindings_still_win():
+    gin_config.parse(["resnet/default.gin"], [], slice_name="cpu-4")
     assert TrainSettings().global_batch_size == 128
+    gin.clear_config()
+    gin_config.parse(["resnet/default.gin"], ["train.global_batch_size = 32"], slice_name="cpu-4")
+    assert TrainSettings().global_batch_size == 32
+
+
+def test_slice_file_of_another_slice_is_one_line():
+    with pytest.raises(UsageError, match="slice file of v3-32, not of --slice=cpu-2"):
+        gin_config.parse(["resnet/default.gin", "slices/v3-32.gin"], [], slice_name="cpu-2")
+
+
+def test_moved_parameter_names_its_new_place():
+    with pytest.raises(
+        UsageError, match="'train.eval_every_epochs' .*is now evaluation.every_epochs"
+    ):
+        gin_config.parse([], ["train.eval_every_epochs = 2"])
 
 
 def test_unknown_file_suggests_nearest():

@@ -2,8 +2,10 @@
 
 import time
 
+import gin
 import pytest
 
+from models.core import gin_config  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError
 from models.core.strategy import (
     build_strategy,
@@ -46,6 +48,18 @@ def test_unreachable_tpu_fails_fast(tpu):
 def test_slice_name_must_match_replicas():
     with pytest.raises(UsageError, match="expects 32 cores"):
         check_slice_matches("v3-32", build_strategy(slice_name="cpu-4"))
+
+
+def test_slice_cores_are_replicas_times_cores_per_replica():
+    # Model parallelism: 4 replicas of 8 cores fill a v3-32, though replicas != cores.
+    four = build_strategy(slice_name="cpu-4")
+    gin.parse_config(["tpu.cores_per_replica = 8"])
+    try:
+        check_slice_matches("v3-32", four)
+        with pytest.raises(UsageError, match=r"the TPU has 32 \(4 replicas x 8 core"):
+            check_slice_matches("v3-8", four)
+    finally:
+        gin.clear_config()
 
 
 def test_multi_worker_needs_tf_config(monkeypatch):

@@ -48,6 +48,7 @@ def _final_accuracy(stdout: str) -> float:
     return float(re.findall(r"\[worker 0\] done: .*top_1_accuracy=([\d.]+)", stdout)[-1])
 
 
+@pytest.mark.target
 def test_two_workers_reach_target_like_one_process(tmp_path, cli_env):
     single = run_resnet(tmp_path / "one", env=cli_env)
     assert single.returncode == 0, single.stderr[-3000:]
@@ -116,6 +117,7 @@ def _start_service() -> tuple[subprocess.Popen, str]:
     return service, match.group(1)
 
 
+@pytest.mark.target
 def test_default_recipe_reaches_target_on_a_local_tf_data_service(tmp_path, cli_env):
     service, address = _start_service()
     try:

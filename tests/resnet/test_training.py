@@ -23,6 +23,7 @@ def trained(tmp_path_factory, digits_dir):
     return model_dir, result.stdout, env
 
 
+@pytest.mark.target
 def test_default_recipe_reaches_target(trained):
     model_dir, stdout, _ = trained
     record = latest_record(model_dir)
@@ -37,6 +38,7 @@ def test_default_recipe_reaches_target(trained):
     assert '"status": "success"' in mlperf_log
 
 
+@pytest.mark.target
 def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
     model_dir, _, env = trained
     result = run_resnet(model_dir, "--mode=export", env=env)
@@ -68,6 +70,7 @@ print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == la
     assert "first True" in out.stdout
 
 
+@pytest.mark.target
 def test_sigkill_then_rerun_resumes_and_reaches_target(tmp_path, cli_env):
     command = resnet_command(tmp_path)
     process = subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

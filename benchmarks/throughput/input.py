@@ -6,8 +6,21 @@ from official.core import input_reader
 from official.vision.configs import image_classification as mg_configs
 from official.vision.dataloaders import classification_input as mg_input
 
-from benchmarks import throughput_measure as measure
+from benchmarks.throughput import measure
+from models.core.errors import UsageError
+from models.core.task import Task
 from models.data.classification import ClassificationInput
+
+
+def pipeline_of(task: Task) -> ClassificationInput:
+    """The task's classification input pipeline; UsageError for a task that reads another."""
+    pipeline = getattr(task, "input", None)
+    if not isinstance(pipeline, ClassificationInput):
+        raise UsageError(
+            f"--input_only compares classification input pipelines; {type(task).__name__} "
+            "reads no ClassificationInput"
+        )
+    return pipeline
 
 
 def ours_dataset(pipeline: ClassificationInput, batch: int):

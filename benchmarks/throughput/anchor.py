@@ -1,22 +1,55 @@
-"""The anchor: Model Garden's own resnet_imagenet task and trainer, set to match our recipe."""
+"""The anchor: Model Garden's own resnet_imagenet task and trainer, set to match our recipe and
+fed the same synthetic input. Model Garden has no such experiment for the other families."""
 
 from __future__ import annotations
 
 import tensorflow as tf
+import tf_keras
 from official.core import base_trainer, exp_factory, task_factory, train_utils
 from official.modeling import performance
 from official.vision.configs import image_classification as _configs  # noqa: F401 - registers
 from official.vision.tasks import image_classification as _tasks  # noqa: F401 - registers
 
-from benchmarks import throughput_measure as measure
+from benchmarks.recipes import Recipe
+from benchmarks.throughput import measure
+from models.core import optimization
+from models.core.task import Task
+from models.core.tasks.image_classification import ImageClassificationTask
+from models.core.trainer import SYNTHETIC, Trainer, distributed_dataset
 
 EXPERIMENT = "resnet_imagenet"
+FAMILY = "resnet"
+NO_ANCHOR = (
+    f"no anchor: Model Garden's '{EXPERIMENT}' matches the {FAMILY} family only, so only "
+    "this project's trainer is measured"
+)
+
+
+def supports(recipe: Recipe, task: Task) -> bool:
+    """Whether the anchor can train what the recipe trains: a ResNet image classifier."""
+    return recipe.family == FAMILY and isinstance(task, ImageClassificationTask)
 
 
 def _gpus_in(strategy: tf.distribute.Strategy) -> int:
     """GPUs the strategy runs on (Model Garden turns on XLA only when runtime.num_gpus > 0)."""
     devices = strategy.extended.worker_devices
     return sum(tf.DeviceSpec.from_string(d).device_type == "GPU" for d in devices)
+
+
+def matched_settings(model: tf_keras.Model, task: ImageClassificationTask) -> dict:
+    """What the anchor must match of ours: input, classes, backbone, head, loss, input dtype."""
+    backbone = model.backbone.get_config()
+    keep = ("model_id", "depth_multiplier", "se_ratio", "init_stochastic_depth_rate")
+    keep += ("use_sync_bn", "norm_momentum", "norm_epsilon")
+    return {
+        "image_size": task.input.image_size,
+        "num_classes": task.input.num_classes,
+        "input_dtype": task.input.dtype.name,
+        "backbone": {k: backbone[k] for k in keep},
+        "dropout_rate": model.get_config()["dropout_rate"],
+        "label_smoothing": task.label_smoothing,
+        "weight_decay": optimization.weight_decay_rate(),
+    }
 
 
 def anchor_config(ours: dict, batch: int, precision: str, num_gpus: int = 0):
@@ -45,40 +78,30 @@ def anchor_config(ours: dict, batch: int, precision: str, num_gpus: int = 0):
     return config
 
 
-def build_trainer(config, strategy: tf.distribute.Strategy) -> base_trainer.Trainer:
-    """Model Garden's task, model, optimizer and Trainer, fed synthetic data of our shape."""
+def build_trainer(config, strategy: tf.distribute.Strategy, dataset) -> base_trainer.Trainer:
+    """Model Garden's task, model, optimizer and Trainer on `dataset` (a distributed one)."""
     performance.set_mixed_precision_policy(config.runtime.mixed_precision_dtype)
-    model_config, data = config.task.model, config.task.train_data
     with strategy.scope():
         task = task_factory.get_task(config.task)
         model = task.build_model()
         optimizer = train_utils.create_optimizer(task, config)
-        dataset = measure.synthetic_distributed(
-            strategy,
-            data.global_batch_size,
-            model_config.input_size[0],
-            model_config.num_classes,
-            tf.as_dtype(data.dtype),
-        )
         return base_trainer.Trainer(
             config, task, model, optimizer, train=True, evaluate=False, train_dataset=dataset
         )
 
 
 def measure_anchor(
-    ours: dict,
-    batch: int,
-    precision: str,
-    strategy: tf.distribute.Strategy,
-    warmup_steps: int,
-    steps: int,
+    ours: Trainer, precision: str, strategy: tf.distribute.Strategy, warmup_steps: int, steps: int
 ) -> dict:
-    """examples/s, ms/step, params and FLOPs/example of Model Garden's train step."""
-    config = anchor_config(ours, batch, precision, _gpus_in(strategy))
-    trainer = build_trainer(config, strategy)
+    """examples/s, ms/step, params and FLOPs/example of Model Garden's train step, matched to
+    our trainer and fed our task's synthetic input."""
+    batch = ours.global_batch_size
+    matched = matched_settings(ours.models["model"], ours.task)
+    config = anchor_config(matched, batch, precision, _gpus_in(strategy))
+    dataset = distributed_dataset(strategy, ours.task, SYNTHETIC, batch)
+    trainer = build_trainer(config, strategy, dataset)
     seconds = measure.time_orbit_trainer(trainer, warmup_steps, steps)
-    size = ours["image_size"]
-    runtime = config.runtime
+    size, runtime = matched["image_size"], config.runtime
     return {
         "name": f"Model Garden: exp_factory '{EXPERIMENT}', official.core.base_trainer.Trainer",
         **measure.rates(seconds, steps, batch),
@@ -86,4 +109,5 @@ def measure_anchor(
         "flops_per_example": measure.training_flops_per_example(trainer.model, [size, size, 3]),
         "xla": bool(runtime.enable_xla and runtime.num_gpus > 0),
         "optimizer": measure.class_name(trainer.optimizer),
+        "matched": matched,
     }

@@ -1,4 +1,5 @@
-"""Measuring tools the throughput command shares: FLOPs counter, matmul peak, timed loops."""
+"""Measuring tools: FLOPs counter, matmul peak, timed loops and rates (model_stats uses the
+FLOPs counter too)."""
 
 from __future__ import annotations
 
@@ -59,32 +60,6 @@ def matmul_peak(precision: str, size: int = 4096, seconds: float = 1.0) -> dict:
         "flops_per_s": 2.0 * size**3 * repeats / elapsed,
         "method": f"{size}x{size} {dtype.name} matmul, {repeats} repeats after warm-up",
     }
-
-
-def synthetic_examples(
-    batch: int, image_size: int, num_classes: int, dtype: tf.DType, seed: int = 0
-) -> tf.data.Dataset:
-    """One random (images, labels) batch repeated forever: input is never the bottleneck."""
-    images = tf.random.stateless_normal([batch, image_size, image_size, 3], seed=[seed, 0])
-    labels = tf.random.stateless_uniform(
-        [batch], seed=[seed, 1], maxval=num_classes, dtype=tf.int32
-    )
-    return tf.data.Dataset.from_tensors((tf.cast(images, dtype), labels)).repeat()
-
-
-def synthetic_distributed(
-    strategy: tf.distribute.Strategy,
-    global_batch: int,
-    image_size: int,
-    num_classes: int,
-    dtype: tf.DType,
-):
-    """Per-replica synthetic batches, distributed the way the real pipelines are."""
-    return strategy.distribute_datasets_from_function(
-        lambda context: synthetic_examples(
-            context.get_per_replica_batch_size(global_batch), image_size, num_classes, dtype
-        )
-    )
 
 
 def time_orbit_trainer(trainer, warmup_steps: int, steps: int) -> float:
