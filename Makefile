@@ -27,10 +27,11 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check models benchmarks tests
 	$(PY) -m pytest -q -n $(JOBS) --durations=15 tests
 
-# Quick iteration: every test that trains no model to a target (pytest -m "not target").
+# Quick iteration: every test that neither trains a model to a target nor is marked slow
+# (XLA compiles, process clusters, every variant built full size, long CLI runs).
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check models benchmarks tests
-	$(PY) -m pytest -q -n $(JOBS) --durations=10 -m "not target" tests
+	$(PY) -m pytest -q -n $(JOBS) --durations=10 -m "not target and not slow" tests
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format models benchmarks tests

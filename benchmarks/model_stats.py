@@ -8,14 +8,12 @@ two float ops), so multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 from absl import flags, logging
 
 import models  # noqa: F401 - first: it quiets TensorFlow's C++ logs before TensorFlow loads
 from benchmarks import output
-from benchmarks.throughput_measure import forward_flops
+from benchmarks.throughput.measure import forward_flops
 from models import registry
 
 FLAGS = flags.FLAGS
@@ -24,18 +22,10 @@ flags.DEFINE_integer("image_size", None, "Input size for every model (default: e
 flags.DEFINE_integer("num_classes", 1000, "Classes of the classifier head.")
 
 
-def native_image_size(name: str) -> int:
-    """The input size a variant is registered with (its builder's default otherwise)."""
-    builder = registry.model_entry(name).builder
-    keywords = getattr(builder, "keywords", {})
-    if "image_size" in keywords:
-        return int(keywords["image_size"])
-    return int(inspect.signature(builder).parameters["image_size"].default)
-
-
 def model_stats(name: str, image_size: int | None, num_classes: int) -> dict:
-    """Trainable/total parameters and forward FLOPs of one model."""
-    size = image_size or native_image_size(name)
+    """Trainable/total parameters and forward FLOPs of one model, at its native input size
+    (registry metadata) unless `image_size` is given."""
+    size = image_size or registry.model_entry(name).image_size
     model = registry.create_model(name, num_classes=num_classes, image_size=size)
     flops = forward_flops(model, [size, size, 3])
     return {

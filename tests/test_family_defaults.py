@@ -17,6 +17,7 @@ def test_every_family_is_checked():
     assert {"amoebanet", "efficientnet", "inception", "mnasnet", "mobilenet"} <= set(FAMILIES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_default_recipe_train_step_compiles_with_xla(family, digits_dir):
     check_xla_train_step(f"{family}/default.gin")
@@ -28,6 +29,7 @@ def test_default_recipe_reaches_target(family, tmp_path, cli_env):
     check_reaches_target(family, tmp_path, cli_env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_default_recipe_runs_on_simulated_two_replica_slice(family, tmp_path, cli_env):
     check_runs_on_cpu2(family, tmp_path, cli_env)

@@ -12,7 +12,6 @@ The shared image-classification task trains the auxiliary head (`aux_loss_weight
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import gin
@@ -21,7 +20,7 @@ import tf_keras
 
 from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 layers = tf_keras.layers
 STEM_TYPES = ("imagenet", "basic")
@@ -296,20 +295,39 @@ def amoebanet(
     return model
 
 
-register_model("amoebanet_d", family="amoebanet", description="AmoebaNet-D (TPU reference)")(
-    amoebanet
+# GPipe (Huang et al. 2019, arXiv 1811.06965), Table 1, AmoebaNet-D (L, D) = (18, 208) at
+# 224x224: 82M (kakaobrain/torchgpipe benchmarks/amoebanetd-memory/README.md copies the row).
+# L = num_cells, D = filters. GPipe does not say whether the auxiliary head counts: with it
+# the builder gives 81.78M, without it 81.14M (README). Nobody publishes a count for the
+# configuration the TPU reference trains (12 cells, 256 filters, 299x299).
+GPIPE_18_208 = PublishedCount(
+    "82M",
+    "GPipe, Huang et al. 2019, arXiv 1811.06965, table 1, AmoebaNet-D (18, 208)",
+    config={"num_cells": 18, "filters": 208, "image_size": 224},
 )
 register_model(
-    "amoebanet_d_small", family="amoebanet", description="small AmoebaNet-D for 32x32 images"
-)(
-    functools.partial(
-        amoebanet,
-        image_size=32,
-        num_cells=2,
-        filters=16,
-        stem_type="basic",
-        stem_filters=16,
-        dropout_rate=0.0,
-        use_aux_head=False,
-    )
-)
+    "amoebanet_d",
+    family="amoebanet",
+    description="AmoebaNet-D (TPU reference)",
+    task="AmoebaNetTask",
+    # The auxiliary head needs a 5x5 grid in the second stack: the stem's valid 3x3/2 conv,
+    # then three halvings (two stem cells, one reduction cell) must leave 5 pixels.
+    min_image_size=67,
+    published=(GPIPE_18_208,),
+)(amoebanet)
+register_model(
+    "amoebanet_d_small",
+    family="amoebanet",
+    description="small AmoebaNet-D for 32x32 images",
+    task="AmoebaNetTask",
+    defaults={
+        "image_size": 32,
+        "num_cells": 2,
+        "filters": 16,
+        "stem_type": "basic",
+        "stem_filters": 16,
+        "dropout_rate": 0.0,
+        "use_aux_head": False,
+    },
+    min_image_size=3,  # the basic stem's valid 3x3 conv
+)(amoebanet)

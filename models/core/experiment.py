@@ -64,7 +64,7 @@ class Experiment:
         self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
         self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
         self.target = self._target()
-        state = build_training_state(task, strategy, self.plan, build_slots=not self.training)
+        state = build_training_state(task, strategy, self.plan)
         self.models, self.optimizers = state.models, state.optimizers
         self.global_step, self.averages = state.global_step, state.averages
         # Non-chief workers must write their (collective) saves somewhere else: a temp dir.

@@ -13,6 +13,7 @@ from models import registry
 from models.core import mlperf, optimization, recipe, settings, strategy  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
 from models.core.files import write_atomically
+from models.recipe_text import included_files
 from models.registry import CONFIGS_DIR
 
 OPERATIVE_CONFIG = "operative_config.gin"
@@ -103,20 +104,24 @@ def _explain(error: Exception, bindings: list[str]) -> str:
     return f"bad gin config{where}: {text.strip().splitlines()[0]}"
 
 
-def _is_slice_file(path: str) -> bool:
+def _is_slice_file(path: str | Path) -> bool:
     return Path(path).resolve().parent == (CONFIGS_DIR / SLICES).resolve()
 
 
 def _with_slice_last(paths: list[str], slice_name: str | None) -> list[str]:
     """Recipe files, then slice files (a slice file sets the batch whatever its place on the
-    command line); --slice=NAME adds configs/slices/NAME.gin when no slice file is named."""
+    command line); --slice=NAME adds configs/slices/NAME.gin when the run names no slice
+    file, neither on the command line nor by an `include` in a recipe (official/ recipes
+    include theirs, then set the batch their published run used)."""
     slices = [p for p in paths if _is_slice_file(p)]
-    if slice_name and not slices and (CONFIGS_DIR / SLICES / f"{slice_name}.gin").is_file():
-        slices = [str(CONFIGS_DIR / SLICES / f"{slice_name}.gin")]
-    for path in slices:
+    included = [f for p in paths for f in included_files(Path(p)) if _is_slice_file(f)]
+    default = CONFIGS_DIR / SLICES / f"{slice_name}.gin"
+    if slice_name and not slices and not included and default.is_file():
+        slices = [str(default)]
+    for path in slices + [str(f) for f in included]:
         if slice_name and Path(path).stem != slice_name:
             raise UsageError(
-                f"--gin_file={path} is the slice file of {Path(path).stem}, not of "
+                f"the run's slice file {path} is for {Path(path).stem}, not for "
                 f"--slice={slice_name}"
             )
     return [p for p in paths if not _is_slice_file(p)] + slices

@@ -30,18 +30,17 @@ class TrainingState:
 
 
 def build_training_state(
-    task: Task, strategy: tf.distribute.Strategy, plan: StepPlan, build_slots: bool = False
+    task: Task, strategy: tf.distribute.Strategy, plan: StepPlan
 ) -> TrainingState:
-    """The task's models and optimisers, the global step and the weight averages each model's
-    `optimizer.ema_decay` asks for, under the strategy scope; build_slots creates optimiser
-    slots up front (runs that only restore, so that checkpoints match)."""
+    """The task's models and optimisers (their slots created now: restores match them, and
+    the first traced loop creates no variable, so it is traced once), the global step and
+    the weight averages each model's `optimizer.ema_decay` asks for, under the scope."""
     with strategy.scope():
         models = task.build_models()
         optimizers = task.build_optimizers(models, plan)
         global_step = orbit.utils.create_global_step()
-        if build_slots:
-            for name, optimizer in optimizers.items():
-                optimizer.build(models[name].trainable_variables)
+        for name, optimizer in optimizers.items():
+            _build_slots(optimizer, models[name].trainable_variables)
         decays = {name: optimization.ema_decay(name) for name in optimizers}
         return TrainingState(models, optimizers, global_step, build_averages(models, decays))
 
@@ -75,30 +74,47 @@ def _current_learning_rate(optimizer: tf_keras.optimizers.Optimizer) -> float:
     return float(tf.convert_to_tensor(lr))
 
 
+def _build_slots(optimizer: tf_keras.optimizers.Optimizer, variables: list[tf.Variable]) -> None:
+    """Creates the optimiser's slot variables (Keras 2's legacy optimisers, e.g. Model
+    Garden's LARS, have no build())."""
+    if hasattr(optimizer, "build"):
+        optimizer.build(variables)
+    else:
+        optimizer._create_all_weights(variables)  # noqa: SLF001 - the legacy build
+
+
 class LoopMeans:
-    """Means over a loop of the scalars each step returns (already averaged over replicas).
-    Sums are variables created on first use (outside any traced loop, via init_scope), so a
-    task may return any names."""
+    """Means over a loop of the scalars each step returns (averaged over replicas first).
+
+    The sums live in one vector variable created before any trace: a variable created inside
+    the traced loop would make tf.function trace the whole loop twice. The names are learnt
+    while tracing, so a task may return any (up to MAX_LOGS)."""
+
+    MAX_LOGS = 64
 
     def __init__(self, strategy: tf.distribute.Strategy):
         self.strategy = strategy
-        self._sums: dict[str, tf.Variable] = {}
+        self.names: list[str] = []
+        with strategy.scope():
+            self._sums = tf.Variable(tf.zeros([self.MAX_LOGS]), trainable=False, name="loop_sums")
 
     def add(self, logs: dict[str, tf.Tensor]) -> None:
         """Adds one step's per-replica scalars (cross-replica context, inside the loop)."""
-        for name, value in logs.items():
-            mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-            if name not in self._sums:
-                with tf.init_scope(), self.strategy.scope():
-                    self._sums[name] = tf.Variable(0.0, trainable=False, name=f"sum_{name}")
-            self._sums[name].assign_add(tf.cast(mean, tf.float32))
+        if len(logs) > self.MAX_LOGS:
+            raise UsageError(f"train_step returns {len(logs)} logs; at most {self.MAX_LOGS}")
+        self.names = list(logs)
+        mean = tf.distribute.ReduceOp.MEAN
+        values = [
+            tf.cast(self.strategy.reduce(mean, v, axis=None), tf.float32) for v in logs.values()
+        ]
+        self._sums.assign_add(tf.pad(tf.stack(values), [[0, self.MAX_LOGS - len(values)]]))
 
     def reset(self) -> None:
-        for total in self._sums.values():
-            total.assign(0.0)
+        self._sums.assign(tf.zeros([self.MAX_LOGS]))
 
     def result(self, steps: int) -> dict[str, float]:
-        return {name: float(total.numpy()) / max(steps, 1) for name, total in self._sums.items()}
+        sums = self._sums.numpy()
+        return {name: float(sums[i]) / max(steps, 1) for i, name in enumerate(self.names)}
 
 
 def _scalar_logs(logs: object) -> dict[str, tf.Tensor]:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import gin
 import tf_keras
 from official.vision.modeling.backbones import efficientnet as efficientnet_backbone
 
 from models.core.classifier import classifier
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 # Native resolution and head dropout of each variant (Tan & Le 2019; tensorflow/tpu
 # efficientnet_builder.efficientnet_params). Width/depth scaling is Model Garden's SCALING_MAP.
@@ -62,9 +60,31 @@ def efficientnet(
     )
 
 
+# Tan & Le 2019, arXiv 1905.11946, table 2 (#Params, 1000 classes). These networks equal
+# tf_keras.applications.EfficientNetB* (the tensorflow/tpu port) exactly.
+PAPER_PARAMS = {
+    "b0": "5.3M",
+    "b1": "7.8M",
+    "b2": "9.2M",
+    "b3": "12M",
+    "b4": "19M",
+    "b5": "30M",
+    "b6": "43M",
+    "b7": "66M",
+}
+_PAPER = "Tan & Le 2019, arXiv 1905.11946, table 2"
+_DISAGREES = {
+    "b2": "9,109,994 here and in tf_keras.applications.EfficientNetB2 (9.1M); table 2 prints 9.2M"
+}
+
 for _variant, (_size, _dropout) in VARIANTS.items():
     register_model(
         f"efficientnet_{_variant}",
         family="efficientnet",
         description=f"EfficientNet-{_variant.upper()} ({_size}x{_size})",
-    )(functools.partial(efficientnet, variant=_variant, image_size=_size, dropout_rate=_dropout))
+        fixed={"variant": _variant},
+        defaults={"image_size": _size, "dropout_rate": _dropout},
+        published=(
+            PublishedCount(PAPER_PARAMS[_variant], _PAPER, disagrees=_DISAGREES.get(_variant, "")),
+        ),
+    )(efficientnet)

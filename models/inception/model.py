@@ -10,14 +10,12 @@ factorised 1xn/nx1 "C" block), fewer blocks, scaled by `width_multiplier`.
 
 from __future__ import annotations
 
-import functools
-
 import gin
 import tf_keras
 
 from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 VERSIONS = ("v3", "v3_small", "v4")
 # InceptionV3 rejects inputs below 75x75; v4's valid-padding stem and reductions need 75 too.
@@ -175,12 +173,39 @@ def _check(version: str, image_size: int, width_multiplier: float, use_aux_head:
         raise UsageError(f"inception.use_aux_head applies to {' and '.join(AUX_SOURCE)} only")
 
 
-register_model("inception_v3", family="inception", description="Inception-v3")(
-    functools.partial(inception, version="v3")
-)
-register_model("inception_v4", family="inception", description="Inception-v4")(
-    functools.partial(inception, version="v4")
-)
-register_model(
-    "inception_v3_small", family="inception", description="small Inception-v3-style net"
-)(functools.partial(inception, version="v3_small", image_size=32))
+# Published counts at 1000 classes. Szegedy et al. 2015 (arXiv 1512.00567) give only a bound
+# for v3 ("less than 25 million parameters"); the v4 paper (arXiv 1602.07261) prints none.
+PUBLISHED = {
+    "v3": (
+        PublishedCount(
+            "23,851,784", "Keras Applications table, InceptionV3", counting="keras_total"
+        ),
+        PublishedCount(
+            "27,161,264",
+            "torchvision Inception_V3_Weights.IMAGENET1K_V1 model card (with AuxLogits)",
+            config={"use_aux_head": True},
+        ),
+    ),
+    "v4": (
+        PublishedCount(
+            "42.68M",
+            "timm results/results-imagenet.csv, inception_v4.tf_in1k (TF-slim's, no AuxLogits)",
+        ),
+    ),
+}
+_DESCRIPTIONS = {
+    "v3": "Inception-v3",
+    "v4": "Inception-v4",
+    "v3_small": "small Inception-v3-style net",
+}
+
+for _version in VERSIONS:
+    register_model(
+        f"inception_{_version}",
+        family="inception",
+        description=_DESCRIPTIONS[_version],
+        fixed={"version": _version},
+        defaults={"image_size": 32} if _version == "v3_small" else {},
+        min_image_size=MIN_IMAGE_SIZE[_version],
+        published=PUBLISHED.get(_version, ()),
+    )(inception)

@@ -11,7 +11,6 @@ dropout, dense logits).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import gin
@@ -22,7 +21,7 @@ from official.vision.modeling.layers import nn_blocks, nn_layers
 
 from models.core.classifier import classifier
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 layers = tf_keras.layers
 
@@ -274,7 +273,30 @@ _DESCRIPTIONS = {
     "a1": "MnasNet-A1 (Tan et al. 2019, with SE)",
     "b1": "MnasNet-B1 (Tan et al. 2019, searched without SE)",
 }
+# Tan et al. 2019, arXiv 1807.11626: A1 3.9M (table 1; also the tensorflow/tpu
+# models/official/mnasnet README), B1 4.4M (its table number differs between arXiv versions).
+_PAPER = "Tan et al. 2019, arXiv 1807.11626"
+_TPU_README = "tensorflow/tpu models/official/mnasnet/README.md, MnasNet-A1 at depth multiplier"
+_TPU_README_A1 = {0.35: "1.7M", 0.5: "2.1M", 0.75: "2.9M", 1.4: "6.1M"}
+PUBLISHED = {
+    "a1": (
+        PublishedCount("3.9M", f"{_PAPER}, table 1"),
+        *(
+            PublishedCount(figure, f"{_TPU_README} {m}", config={"depth_multiplier": m})
+            for m, figure in _TPU_README_A1.items()
+        ),
+    ),
+    "b1": (
+        PublishedCount("4.4M", f"{_PAPER}, MnasNet-B1 row"),
+        # torchvision's mnasnet1_0 builds the same block list independently.
+        PublishedCount("4,383,312", "torchvision MNASNet1_0_Weights.IMAGENET1K_V1 (num_params)"),
+    ),
+}
 for _variant in VARIANTS:
-    register_model(f"mnasnet_{_variant}", family="mnasnet", description=_DESCRIPTIONS[_variant])(
-        functools.partial(mnasnet, variant=_variant)
-    )
+    register_model(
+        f"mnasnet_{_variant}",
+        family="mnasnet",
+        description=_DESCRIPTIONS[_variant],
+        fixed={"variant": _variant},
+        published=PUBLISHED[_variant],
+    )(mnasnet)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import gin
 import tf_keras
 from official.vision.modeling.backbones import mobilenet as mobilenet_backbone
 
 from models.core.classifier import classifier
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 # version -> (Model Garden model_id, description). The v2/v3 specs end in the paper's
 # last 1x1 conv (v2: 1280 + BN; v3: pool, then 1280/1024 with bias, no BN), so the head
@@ -60,7 +58,37 @@ def mobilenet(
     )
 
 
+# Parameter counts of the 1000-class, 224x224, width-1.0 classifiers as published.
+PUBLISHED = {
+    "v1": (PublishedCount("4.2M", "Howard et al. 2017, arXiv 1704.04861, table 8"),),
+    "v2": (
+        PublishedCount(
+            "3.4M",
+            "Sandler et al. 2018, arXiv 1801.04381, table 4",
+            disagrees="3,504,872 here (3.5M); the authors' release prints 3.47M (without BN)",
+        ),
+        PublishedCount(
+            "3.47M",
+            "tensorflow/models research/slim/nets/mobilenet/README.md, mobilenet_v2_1.0_224",
+            counting="without_bn",
+        ),
+    ),
+    "v3_large": (
+        PublishedCount(
+            "5.4M",
+            "Howard et al. 2019, arXiv 1905.02244, table 3",
+            disagrees="5,483,032 here (5.5M), as timm and Keras Applications count it: the "
+            "figure looks truncated, as v2's 3.4M is, and no source prints more digits",
+        ),
+    ),
+    "v3_small": (PublishedCount("2.5M", "Howard et al. 2019, arXiv 1905.02244, table 3"),),
+}
+
 for _version, (_, _description) in VERSIONS.items():
-    register_model(f"mobilenet_{_version}", family="mobilenet", description=_description)(
-        functools.partial(mobilenet, version=_version)
-    )
+    register_model(
+        f"mobilenet_{_version}",
+        family="mobilenet",
+        description=_description,
+        fixed={"version": _version},
+        published=PUBLISHED[_version],
+    )(mobilenet)

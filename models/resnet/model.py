@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
 import gin
 import tf_keras
 from official.vision.modeling.backbones import resnet as resnet_backbone
 
 from models.core.classifier import classifier
-from models.registry import register_model
+from models.registry import PublishedCount, register_model
 
 DEPTHS = (10, 18, 34, 50, 101, 152, 200)
 
@@ -44,7 +42,26 @@ def resnet(
     )
 
 
+# torchvision's model cards (pytorch.org/vision, ResNet*_Weights.IMAGENET1K_V1 "num_params";
+# timm's resnet50: 25.56M). v1.5 has v1's count (He et al. 2015, arXiv 1512.03385): only the
+# stride moves to the 3x3 conv.
+_TORCHVISION = "torchvision ResNet{}_Weights.IMAGENET1K_V1 model card (num_params)"
+# Model Garden projects the first block's shortcut in every stage; torchvision keeps an identity
+# where the width does not change (ResNet-18/34's first stage): one 1x1 conv of 64 and its BN.
+_PROJECTED_SHORTCUT = "Model Garden's first stage has a projection shortcut (+4,224 parameters)"
+PUBLISHED = {
+    18: PublishedCount("11,689,512", _TORCHVISION.format(18), disagrees=_PROJECTED_SHORTCUT),
+    34: PublishedCount("21,797,672", _TORCHVISION.format(34), disagrees=_PROJECTED_SHORTCUT),
+    50: PublishedCount("25,557,032", _TORCHVISION.format(50)),
+    101: PublishedCount("44,549,160", _TORCHVISION.format(101)),
+    152: PublishedCount("60,192,808", _TORCHVISION.format(152)),
+}
+
 for _depth in DEPTHS:
-    register_model(f"resnet{_depth}", family="resnet", description=f"ResNet-{_depth} v1.5")(
-        functools.partial(resnet, depth=_depth)
-    )
+    register_model(
+        f"resnet{_depth}",
+        family="resnet",
+        description=f"ResNet-{_depth} v1.5",
+        fixed={"depth": _depth},
+        published=(PUBLISHED[_depth],) if _depth in PUBLISHED else (),
+    )(resnet)

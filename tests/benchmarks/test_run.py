@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 from zoo_testing import PYTHON, REPO
 
 from benchmarks.records import INDEX, RunResult, load_runs
@@ -21,6 +22,7 @@ def _result(**fields) -> RunResult:
     return RunResult(**{**base, "repeat": 0, "status": "success", **fields})
 
 
+@pytest.mark.slow
 def test_run_that_misses_target_is_recorded_aborted(tmp_path, cli_env):
     # One epoch cannot reach an impossible target: the run must be indexed as aborted.
     result = _harness(

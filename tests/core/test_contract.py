@@ -89,6 +89,7 @@ def _checkpoint_values(model_dir: Path) -> dict[str, np.ndarray]:
     return {name: reader.get_tensor(name) for name in names if "save_counter" not in name}
 
 
+@pytest.mark.slow
 def test_two_models_train_log_both_losses_and_resume_both_after_a_kill(tmp_path, cli_env):
     recipe = tmp_path / "gan.gin"
     recipe.write_text(GAN_RECIPE)

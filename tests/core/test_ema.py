@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 from zoo_testing import run_model
@@ -108,6 +109,7 @@ def _head_kernels(model_dir) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+@pytest.mark.slow
 def test_eval_and_export_use_the_averaged_weights(tmp_path, cli_env):
     ema = "--gin_param=optimizer.ema_decay = 0.99"
     trained = run_model("resnet", tmp_path, ema, "--gin_param=train.epochs = 1", env=cli_env)

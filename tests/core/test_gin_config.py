@@ -6,8 +6,7 @@ import pytest
 from models.core import gin_config
 from models.core.errors import UsageError
 from models.core.settings import TrainSettings
-from models.core.tasks import image_classification  # noqa: F401 - registers the task
-from models.resnet import model  # noqa: F401 - registers resnet configurables
+from models.paths import OFFICIAL_DIR
 
 
 @pytest.fixture(autouse=True)
@@ -45,8 +44,15 @@ def test_slice_flag_applies_its_slice_file_and_bindings_still_win():
 
 
 def test_slice_file_of_another_slice_is_one_line():
-    with pytest.raises(UsageError, match="slice file of v3-32, not of --slice=cpu-2"):
+    with pytest.raises(UsageError, match="is for v3-32, not for --slice=cpu-2"):
         gin_config.parse(["resnet/default.gin", "slices/v3-32.gin"], [], slice_name="cpu-2")
+
+
+def test_a_recipe_that_includes_its_slice_file_keeps_its_own_batch():
+    # MLPerf v0.5 ran v3-512 at 16384: the recipe includes slices/v3-512.gin, then sets that.
+    recipe = str(OFFICIAL_DIR / "resnet50_v05_v3-512.gin")
+    gin_config.parse([recipe], [], slice_name="v3-512")
+    assert TrainSettings().global_batch_size == 16384
 
 
 def test_moved_parameter_names_its_new_place():

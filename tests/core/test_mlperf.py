@@ -195,6 +195,7 @@ DIGITS_RUN = [
 ]
 
 
+@pytest.mark.slow
 def test_official_recipe_run_passes_the_closed_rules(tmp_path, digits_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     result = run_model("resnet", tmp_path / "run", *DIGITS_RUN, env=env, timeout=300)

@@ -5,7 +5,7 @@ import time
 import gin
 import pytest
 
-from models.core import gin_config  # noqa: F401 - registers core configurables
+from models.core import gin_config
 from models.core.errors import UsageError
 from models.core.strategy import (
     build_strategy,
@@ -53,7 +53,7 @@ def test_slice_name_must_match_replicas():
 def test_slice_cores_are_replicas_times_cores_per_replica():
     # Model parallelism: 4 replicas of 8 cores fill a v3-32, though replicas != cores.
     four = build_strategy(slice_name="cpu-4")
-    gin.parse_config(["tpu.cores_per_replica = 8"])
+    gin_config.parse([], ["tpu.cores_per_replica = 8"])
     try:
         check_slice_matches("v3-32", four)
         with pytest.raises(UsageError, match=r"the TPU has 32 \(4 replicas x 8 core"):

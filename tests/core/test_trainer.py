@@ -6,10 +6,13 @@ import gin
 import numpy as np
 import pytest
 import tensorflow as tf
+from contract_tasks import RegressionTask
 from family_checks import build_trainer, check_xla_train_step
+from zoo_testing import plan
 
 from models.core import gin_config
 from models.core.strategy import build_strategy
+from models.core.trainer import Trainer, build_training_state
 
 # Cross-replica BN makes 4 replicas compute the same batch statistics as 1. ResNet-10 keeps
 # the trace short: on CPUs MirroredStrategy does every BN all-reduce through a merge_call.
@@ -31,6 +34,7 @@ def _losses(trainer, steps):
     return [trainer.train(tf.constant(1))["loss"] for _ in range(steps)]
 
 
+@pytest.mark.slow
 def test_four_replicas_match_one_at_the_same_global_batch(digits_dir):
     gin_config.parse(["resnet/default.gin"], DETERMINISTIC_INPUT)
     one = build_trainer(build_strategy(slice_name="cpu-1"))
@@ -41,5 +45,31 @@ def test_four_replicas_match_one_at_the_same_global_batch(digits_dir):
     np.testing.assert_allclose(_losses(four, 2), _losses(one, 2), rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_default_recipe_train_step_compiles_with_xla(digits_dir):
     check_xla_train_step("resnet/default.gin")
+
+
+class _CountingTask(RegressionTask):
+    """Counts how often its train step is traced."""
+
+    traces = 0
+
+    def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
+        type(self).traces += 1
+        return super().train_step(inputs, models, optimizers, metrics, global_batch_size)
+
+
+def test_the_training_loop_is_traced_once_and_averages_every_log():
+    # A variable created inside the first trace (optimiser slots, log sums) makes tf.function
+    # trace the whole loop again: on a big model, tens of seconds before the first step. (A
+    # mirrored strategy calls the step once per replica in a trace, so one device here.)
+    strategy = build_strategy(slice_name="cpu-1")
+    task = _CountingTask()
+    state = build_training_state(task, strategy, plan(None, 10, 8))
+    trainer = Trainer(task, strategy, state.models, state.optimizers, state.global_step, 8)
+    first, second = trainer.train(tf.constant(3)), trainer.train(tf.constant(2))
+    assert _CountingTask.traces == 1
+    assert int(state.global_step.numpy()) == 5
+    assert set(first) == {"loss", "learning_rate/model", "examples_per_second"}
+    assert second["loss"] < first["loss"]

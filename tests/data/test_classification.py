@@ -86,6 +86,7 @@ def test_bfloat16_without_augmentation(digits_dir: str) -> None:
         {"color_distortion": "slim_full"},
     ],
 )
+@pytest.mark.slow
 def test_augment_policy_changes_train_images_only(digits_dir: str, policy: dict) -> None:
     plain, augmented = make_input(augmentation="none"), make_input(augmentation="none", **policy)
     images, labels = next(iter(plain.dataset("train", 64, seed=0)))

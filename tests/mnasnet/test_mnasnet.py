@@ -1,44 +1,32 @@
-"""MnasNet-A1/B1: parameter counts and multiply-adds against the paper, the block lists, the
-ImageNet recipes' schedule, usage errors, and the shared family checks (default recipe end to
-end through the CLI, its train step under XLA, a simulated 2-replica slice)."""
+"""MnasNet-A1/B1: multiply-adds against the paper, the block lists, the ImageNet recipes'
+schedule and usage errors. (Parameter counts: tests/test_models.py; default recipe end to end,
+XLA, simulated slice: tests/test_family_defaults.py.)"""
 
 from __future__ import annotations
 
 import gin
-import numpy as np
 import pytest
 from official.vision.modeling.layers import nn_blocks
+from zoo_testing import plan
 
 from models import registry
 from models.core import gin_config, optimization
 from models.core.errors import UsageError
+from models.core.recipe import RunSpec
 from models.core.settings import TrainSettings
 from models.core.tasks.image_classification import ImageClassificationTask
 from models.mnasnet import model as mnasnet_model
 
 # Tan et al. 2019, "MnasNet: Platform-Aware Neural Architecture Search for Mobile", arXiv
-# 1807.11626: MnasNet-A1 3.9M parameters, 312M multiply-adds (table 1; also the tensorflow/tpu
-# models/official/mnasnet README); MnasNet-B1 (searched without SE) 4.4M, 315M (the paper's
-# B1 row; its table number differs between arXiv versions, so the exact count below is pinned
-# against torchvision's model card as well).
-# Parameters are trainable weights of the 1000-class, 224x224 classifier (BN moving statistics
-# excluded); multiply-adds count convolutions and the dense layer of one image.
-PAPER = {"a1": (3.9e6, 312e6), "b1": (4.4e6, 315e6)}
-# What this build gives (pinned). B1 equals torchvision's mnasnet1_0 exactly ("num_params
-# 4383312", pytorch.org/vision MNASNet1_0_Weights), an independent build of the same block list.
-MEASURED = {"a1": (3_887_038, 311_579_072), "b1": (4_383_312, 314_415_872)}
-# tensorflow/tpu models/official/mnasnet/README.md, MnasNet-A1 at 224 by depth multiplier:
-# parameters in millions, printed to one decimal (so +-0.05M).
-TPU_README_A1_PARAMS = {0.35: 1.7e6, 0.5: 2.1e6, 0.75: 2.9e6, 1.4: 6.1e6}
-
-
-def _trainable(keras_model) -> int:
-    return sum(int(np.prod(v.shape)) for v in keras_model.trainable_variables)
+# 1807.11626: MnasNet-A1 312M multiply-adds (table 1), MnasNet-B1 315M (the paper's B1 row).
+# Multiply-adds count convolutions and the dense layer of one 224x224 image, 1000 classes.
+PAPER_MADDS = {"a1": 312e6, "b1": 315e6}
+MEASURED_MADDS = {"a1": 311_579_072, "b1": 314_415_872}  # what this build gives (pinned)
 
 
 @pytest.fixture(scope="module")
 def built() -> dict:
-    return {v: registry.create_model(f"mnasnet_{v}", num_classes=1000) for v in PAPER}
+    return {v: registry.create_model(f"mnasnet_{v}", num_classes=1000) for v in PAPER_MADDS}
 
 
 @pytest.fixture(autouse=True)
@@ -57,18 +45,16 @@ def test_registered_variants_and_recipes():
     ]
 
 
-@pytest.mark.parametrize("variant", sorted(PAPER))
-def test_parameters_and_multiply_adds_match_the_paper(variant, built):
+@pytest.mark.parametrize("variant", sorted(PAPER_MADDS))
+def test_multiply_adds_match_the_paper(variant, built):
     net = built[variant]
     assert net.input_shape == (None, 224, 224, 3) and net.output_shape == (None, 1000)
-    params, madds = _trainable(net), mnasnet_model.multiply_adds(net)
-    assert (params, madds) == MEASURED[variant]
-    paper_params, paper_madds = PAPER[variant]
-    assert params == pytest.approx(paper_params, rel=0.01)  # A1 -0.33%, B1 -0.38%
-    assert madds == pytest.approx(paper_madds, rel=0.01)  # A1 -0.14%, B1 -0.19%
+    madds = mnasnet_model.multiply_adds(net)
+    assert madds == MEASURED_MADDS[variant]
+    assert madds == pytest.approx(PAPER_MADDS[variant], rel=0.01)  # A1 -0.14%, B1 -0.19%
 
 
-@pytest.mark.parametrize("variant", sorted(PAPER))
+@pytest.mark.parametrize("variant", sorted(PAPER_MADDS))
 def test_block_lists_follow_the_reference(variant, built):
     """Blocks per stage, SE placement and the head, as in mnasnet_models.py."""
     blocks = [
@@ -98,30 +84,26 @@ def test_block_lists_follow_the_reference(variant, built):
     ]
 
 
-def test_depth_multiplier_matches_the_tpu_readme():
-    for multiplier, published in TPU_README_A1_PARAMS.items():
-        net = registry.create_model("mnasnet_a1", depth_multiplier=multiplier)
-        assert abs(_trainable(net) - published) <= 0.05e6, (multiplier, _trainable(net))
-
-
 def test_output_stride_dilates_instead_of_striding():
     net = registry.create_model("mnasnet_a1", num_classes=10, image_size=32, output_stride=8)
     assert tuple(net.backbone.output_specs["6"]) == (None, 4, 4, 1280)
     plain = registry.create_model("mnasnet_a1", num_classes=10, image_size=32)
     assert tuple(plain.backbone.output_specs["6"]) == (None, 1, 1, 1280)
-    assert _trainable(net) == _trainable(plain)
+    assert registry.count_parameters(net) == registry.count_parameters(plain)
 
 
 def test_bad_arguments_are_usage_errors():
-    with pytest.raises(UsageError, match="use one of a1, b1"):
+    with pytest.raises(UsageError, match="mnasnet_a1 fixes variant = 'a1'; no variant has"):
         registry.create_model("mnasnet_a1", variant="a2")
     with pytest.raises(UsageError, match="depth_multiplier"):
         registry.create_model("mnasnet_a1", depth_multiplier=0.0)
     with pytest.raises(UsageError, match="output_stride"):
         registry.create_model("mnasnet_a1", output_stride=12)
-    gin_config.parse(["mnasnet/default.gin"], ['mnasnet.variant = "c1"'])
-    with pytest.raises(UsageError, match="a1, b1"):
-        ImageClassificationTask().build_models()
+    gin_config.parse(["mnasnet/default.gin"], ['mnasnet.variant = "b1"'])
+    with pytest.raises(
+        UsageError, match='use the variant mnasnet_b1 \\(run.model = "mnasnet_b1"\\)'
+    ):
+        ImageClassificationTask(model="mnasnet_a1").build_models()
 
 
 @pytest.mark.parametrize(("variant", "target"), [("a1", 0.752), ("b1", 0.745)])
@@ -131,25 +113,22 @@ def test_imagenet_recipe_is_the_tpu_reference_schedule(variant, target):
     assert (settings.global_batch_size, settings.epochs) == (1024, 350)
     assert settings.target_value == target
     steps_per_epoch = 1251  # 1281167 / 1024
-    schedule = optimization.learning_rate(
-        steps_per_epoch=steps_per_epoch,
-        total_steps=350 * steps_per_epoch,
-        global_batch_size=1024,
-    )
+    step_plan = plan(steps_per_epoch, 350 * steps_per_epoch, 1024)
+    schedule = optimization.learning_rate(step_plan)
     peak = 0.016 * 1024 / 256
     for epoch in (10, 100, 349):  # after the 5 warmup epochs: x0.97 per 2.4 whole epochs
         lr = float(schedule(epoch * steps_per_epoch + 1))
         assert lr == pytest.approx(peak * 0.97 ** (epoch // 2.4), rel=1e-5)
     assert float(schedule(0)) == 0.0
-    config = optimization.build_optimizer(schedule).get_config()
+    config = optimization.build_optimizer(step_plan).get_config()
     assert config["name"] == "RMSprop"
     assert (config["rho"], config["momentum"], config["epsilon"]) == (0.9, 0.9, 1e-3)
     assert optimization.ema_decay() == 0.9999
     assert optimization.weight_decay_rate() == 1e-5
-    task = ImageClassificationTask()
+    task = ImageClassificationTask(model=RunSpec().model)
     assert task.label_smoothing == 0.1 and task.input.image_size == 224
     assert task.input.eval_crop_fraction == 0.875
-    assert gin.query_parameter("mnasnet.variant") == variant
+    assert RunSpec().model == f"mnasnet_{variant}"
     assert gin.query_parameter("mnasnet.dropout_rate") == 0.2
     assert gin.query_parameter("mnasnet.drop_connect_rate") == 0.0
     assert gin.query_parameter("mnasnet.norm_momentum") == 0.99

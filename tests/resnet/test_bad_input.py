@@ -105,6 +105,7 @@ def test_bad_input_one_line_exit_2_no_checkpoint(case, tmp_path, digits_dir, cli
     assert checkpoint_files(model_dir) == {}
 
 
+@pytest.mark.slow
 def test_bad_input_leaves_existing_checkpoint_untouched(tmp_path, cli_env):
     model_dir = tmp_path / "model"
     first = run_resnet(

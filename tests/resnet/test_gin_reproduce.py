@@ -8,6 +8,7 @@ from cli import latest_record, run_resnet
 SHORT = ["--mode=train_and_eval", "--gin_param=train.target_value = None"]
 
 
+@pytest.mark.slow
 def test_override_changes_run_and_operative_config_reproduces_it(tmp_path, cli_env):
     first = tmp_path / "first"
     result = run_resnet(first, *SHORT, "--gin_param=train.epochs = 2", env=cli_env)

@@ -68,6 +68,7 @@ def test_two_workers_reach_target_like_one_process(tmp_path, cli_env):
     _checkpoints_readable(model_dir)
 
 
+@pytest.mark.slow
 def test_sigterm_to_one_worker_saves_everywhere_then_sigkill_and_rerun(tmp_path, cli_env):
     # SIGTERM on worker 1: TensorFlow's PreemptionCheckpointHandler makes both save the same
     # step and stop (exit 143).
@@ -130,6 +131,7 @@ def test_default_recipe_reaches_target_on_a_local_tf_data_service(tmp_path, cli_
     assert record["status"] == "success" and record["final_metrics"]["top_1_accuracy"] >= 0.97
 
 
+@pytest.mark.slow
 def test_dispatcher_that_dies_ends_the_run_with_one_line(tmp_path, cli_env):
     # TensorFlow's client would retry the dead dispatcher for ever, deaf to SIGTERM.
     service, address = _start_service()
