@@ -18,6 +18,18 @@ if tf.config.get_logical_device_configuration(_CPU) is None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _fresh_gin():
+    """Each test starts and ends with an empty gin configuration and float32 Keras policy."""
+    import gin
+    import tf_keras
+
+    gin.clear_config()
+    tf_keras.mixed_precision.set_global_policy("float32")
+    yield
+    gin.clear_config()
+
+
 @pytest.fixture(scope="session")
 def digits_dir() -> str:
     """The built-in digits TFRecords, prepared once per session in the test cache."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gin
 import numpy as np
-import orbit
 import tensorflow as tf
 from zoo_testing import latest_record, plan, run_model
 
@@ -12,7 +11,7 @@ from models import registry
 from models.core import gin_config
 from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy
-from models.core.trainer import Trainer
+from models.core.trainer import Trainer, build_training_state
 
 
 def build_trainer(strategy, jit_compile: bool = False, weights=None) -> Trainer:
@@ -20,13 +19,10 @@ def build_trainer(strategy, jit_compile: bool = False, weights=None) -> Trainer:
     registry.load_all()
     spec = RunSpec().check()
     task = spec.task(model=spec.model, seed=0)
-    with strategy.scope():
-        models = task.build_models()
-        if weights is not None:
-            models["model"].set_weights(weights)
-        optimizers = task.build_optimizers(models, plan(20, 100, 64))
-        step = orbit.utils.create_global_step()
-    return Trainer(task, strategy, models, optimizers, step, 64, jit_compile=jit_compile)
+    state = build_training_state(task, strategy, plan(20, 100, 64))
+    if weights is not None:
+        state.models["model"].set_weights(weights)
+    return Trainer(task, strategy, state, 64, jit_compile=jit_compile)
 
 
 def check_xla_train_step(recipe: str) -> None:

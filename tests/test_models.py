@@ -44,10 +44,8 @@ def _cases() -> list:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_state():
-    gin.clear_config()
+def _fresh_keras():
     yield
-    gin.clear_config()
     tf_keras.backend.clear_session()
 
 
@@ -85,15 +83,7 @@ def test_one_training_step_on_tiny_input(name, _eagerly):
     task = entry.task_class()(model=name, seed=0)
     strategy = build_strategy(slice_name="cpu-1")
     state = build_training_state(task, strategy, plan(1, 1, TINY["batch"]))
-    trainer = Trainer(
-        task,
-        strategy,
-        state.models,
-        state.optimizers,
-        state.global_step,
-        TINY["batch"],
-        synthetic_input=True,
-    )
+    trainer = Trainer(task, strategy, state, TINY["batch"], synthetic_input=True)
     loss = float(trainer.train(tf.constant(1))["loss"])
     assert np.isfinite(loss)
     assert int(state.global_step.numpy()) == 1

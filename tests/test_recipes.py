@@ -22,13 +22,6 @@ IMAGENET = [r for r in RECIPES if "imagenet" in r]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 def _resolved(files: list[str], slice_name: str | None = None) -> tuple[set[str], int]:
     """(bindings other than the batch, global batch) of the parsed files, after building the
     recipe's schedule and optimiser."""

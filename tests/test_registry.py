@@ -19,13 +19,6 @@ registry.load_all()
 RECIPES = sorted(registry._recipe_models())  # noqa: SLF001 - the scan under test
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 def test_every_family_registers_its_variants():
     assert {f"resnet{d}" for d in (10, 18, 34, 50, 101, 152, 200)} <= set(models.list_models())
     assert models.list_models("efficientnet") == [f"efficientnet_b{i}" for i in range(8)]

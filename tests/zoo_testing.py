@@ -22,6 +22,25 @@ def plan(steps_per_epoch: int | None, total_steps: int, global_batch_size: int):
     return StepPlan(clock, total_steps, total_steps, total_steps, evaluations={})
 
 
+def run_info(**changes):
+    """The RunInfo of a default ResNet recipe run on cpu-2, with `changes`."""
+    from models.core.records import RunInfo
+
+    info = {
+        "model": "resnet18",
+        "family": "resnet",
+        "recipe": "default",
+        "slice": "cpu-2",
+        "replicas": 2,
+        "global_batch_size": 64,
+        "precision": "float32",
+        "seed": 0,
+        "target_metric": "top_1_accuracy",
+        "target_value": 0.97,
+    }
+    return RunInfo(**{**info, **changes})
+
+
 def model_command(family: str, model_dir, *args: str) -> list[str]:
     """`python -m models.<family> --model_dir=... ARGS`, as a user types it."""
     return [PYTHON, "-m", f"models.{family}", f"--model_dir={model_dir}", *args]

@@ -43,17 +43,8 @@ def build_trainer(recipe: Recipe, strategy: tf.distribute.Strategy) -> Trainer:
     check_jit_compile(settings.jit_compile, strategy)
     task = build_task(recipe)
     state = build_training_state(task, strategy, nominal_plan(settings.global_batch_size))
-    return Trainer(
-        task,
-        strategy,
-        state.models,
-        state.optimizers,
-        state.global_step,
-        settings.global_batch_size,
-        jit_compile=settings.jit_compile,
-        averages=state.averages,
-        synthetic_input=settings.synthetic_input,
-    )
+    batch, xla, synthetic = settings.global_batch_size, settings.jit_compile, True
+    return Trainer(task, strategy, state, batch, jit_compile=xla, synthetic_input=synthetic)
 
 
 def describe_synthetic_input(task: Task) -> str:

@@ -64,9 +64,9 @@ class Experiment:
         self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
         self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
         self.target = self._target()
-        state = build_training_state(task, strategy, self.plan)
-        self.models, self.optimizers = state.models, state.optimizers
-        self.global_step, self.averages = state.global_step, state.averages
+        self.state = build_training_state(task, strategy, self.plan)
+        self.models, self.optimizers = self.state.models, self.state.optimizers
+        self.global_step, self.averages = self.state.global_step, self.state.averages
         # Non-chief workers must write their (collective) saves somewhere else: a temp dir.
         self.checkpoint_dir = options.model_dir if self.chief else tempfile.mkdtemp("-zoo-worker")
         self.manager = ckpt.build_manager(
@@ -144,12 +144,9 @@ class Experiment:
         return Trainer(
             self.task,
             self.strategy,
-            self.models,
-            self.optimizers,
-            self.global_step,
+            self.state,
             settings.global_batch_size,
             jit_compile=settings.jit_compile,
-            averages=self.averages,
             data_service=self.options.tf_data_service,
             synthetic_input=settings.synthetic_input,
         )
@@ -159,12 +156,7 @@ class Experiment:
             return {}
         return {
             name: Evaluator(
-                self.task,
-                self.strategy,
-                self.models,
-                evaluation,
-                jit_compile=self.settings.jit_compile,
-                averages=self.averages,
+                self.task, self.strategy, self.state, evaluation, self.settings.jit_compile
             )
             for name, evaluation in self.plan.evaluations.items()
         }

@@ -135,19 +135,16 @@ class Trainer(orbit.StandardTrainer):
         self,
         task: Task,
         strategy: tf.distribute.Strategy,
-        models: Models,
-        optimizers: Optimizers,
-        global_step: tf.Variable,
+        state: TrainingState,
         global_batch_size: int,
         jit_compile: bool = False,
-        averages: Averages | None = None,
         data_service: str | None = None,
         synthetic_input: bool = False,
     ):
         self.task, self.strategy = task, strategy
-        self.models, self.optimizers = models, optimizers
-        self.averages = averages or {}
-        self.global_step, self.global_batch_size = global_step, global_batch_size
+        self.models, self.optimizers = state.models, state.optimizers
+        self.averages = state.averages
+        self.global_step, self.global_batch_size = state.global_step, global_batch_size
         with strategy.scope():
             self.metrics = task.build_metrics(training=True)
         self.means = LoopMeans(strategy)
@@ -206,14 +203,13 @@ class Evaluator(orbit.StandardEvaluator):
         self,
         task: Task,
         strategy: tf.distribute.Strategy,
-        models: Models,
+        state: TrainingState,
         evaluation: EvalPlan,
         jit_compile: bool = False,
-        averages: Averages | None = None,
     ):
-        self.task, self.strategy, self.models = task, strategy, models
+        self.task, self.strategy, self.models = task, strategy, state.models
         self.evaluation = evaluation
-        self.averages = averages or {}
+        self.averages = state.averages
         with strategy.scope():
             self.metrics = task.build_metrics(training=False, evaluation=evaluation)
         step = self._replica_step

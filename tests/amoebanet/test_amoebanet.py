@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gin
 import numpy as np
-import orbit
 import pytest
 import tensorflow as tf
 from zoo_testing import plan
@@ -18,14 +17,7 @@ from models.core import gin_config, optimization
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy
-from models.core.trainer import Trainer
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
+from models.core.trainer import Trainer, build_training_state
 
 
 def test_registered_variants_and_recipes():
@@ -103,14 +95,11 @@ def test_task_trains_aux_head_and_ramps_drop_path(digits_dir):
     gin_config.parse(["amoebanet/default.gin"], bindings)
     strategy = build_strategy(slice_name="cpu-1")
     task = AmoebaNetTask(model=RunSpec().model, seed=0)
-    with strategy.scope():
-        models = task.build_models()
-        optimizers = task.build_optimizers(models, plan(20, 100, 64))
-        step = orbit.utils.create_global_step()
-    model = models["model"]
+    state = build_training_state(task, strategy, plan(20, 100, 64))
+    model = state.models["model"]
     assert isinstance(model, AmoebaNet) and model.has_aux_head
     aux_kernel = model.aux_network.get_layer("aux_logits").kernel
     before = aux_kernel.numpy()
-    Trainer(task, strategy, models, optimizers, step, 64).train(tf.constant(2))
+    Trainer(task, strategy, state, 64).train(tf.constant(2))
     assert not np.allclose(aux_kernel.numpy(), before)  # the auxiliary loss reaches its head
     assert float(model.drop_path_progress.numpy()) == pytest.approx(1 / 100)  # step 1 of 100

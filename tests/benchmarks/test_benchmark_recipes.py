@@ -9,12 +9,6 @@ from benchmarks.recipes import Recipe, load_recipe, split_recipe
 from models.core.errors import UsageError
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
-
-
 def test_the_model_is_the_recipes_run_model_or_the_flag():
     assert load_recipe("resnet/default") == Recipe("resnet", "default", "resnet18")
     assert load_recipe("resnet/default.gin", "resnet34").model == "resnet34"

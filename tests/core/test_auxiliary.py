@@ -3,7 +3,6 @@ training; prediction, evaluation and export see the main logits only."""
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,13 +12,6 @@ from models.core.auxiliary import AuxiliaryLogits
 from models.core.tasks.image_classification import ImageClassificationTask
 
 CLASSES = 1000  # classification_input's default (ImageNet)
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
 
 
 def _model() -> AuxiliaryLogits:

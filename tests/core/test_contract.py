@@ -29,14 +29,6 @@ CONSTANT_SGD = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    tf_keras.mixed_precision.set_global_policy("float32")
-    yield
-    gin.clear_config()
-
-
 def _experiment(task, model_dir, *bindings, slice_name="cpu-1", mode="train_and_eval"):
     """The Experiment core's main() would build for `task` under these gin bindings."""
     gin.clear_config()

@@ -9,13 +9,6 @@ from models.core.settings import TrainSettings
 from models.paths import OFFICIAL_DIR
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 def test_bare_names_resolve_under_configs():
     assert gin_config.resolve_gin_file("slices/v3-32").endswith("configs/slices/v3-32.gin")
     assert gin_config.resolve_gin_file("default.gin", family="resnet").endswith(

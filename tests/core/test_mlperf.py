@@ -11,12 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import gin
 import pytest
 import tf_keras
 import yaml
 from mlperf_logging import compliance_checker
-from zoo_testing import REPO, plan, run_model
+from zoo_testing import REPO, plan, run_info, run_model
 
 from models.core import gin_config, mlperf
 from models.core.errors import UsageError
@@ -25,18 +24,7 @@ from models.core.settings import StepPlan, TrainSettings
 
 RULESET = "1.0.0"
 RULES = Path(compliance_checker.__file__).parent / f"training_{RULESET}"
-INFO = RunInfo(
-    model="resnet18",
-    family="resnet",
-    recipe="default",
-    slice="cpu-2",
-    replicas=2,
-    global_batch_size=64,
-    precision="float32",
-    seed=0,
-    target_metric="top_1_accuracy",
-    target_value=0.97,
-)
+INFO = run_info(target_value=0.97)
 OFFICIAL = sorted((REPO / "official").glob("*.gin"))
 # (opt_name, base lr after the recipe's batch scaling, weight decay) of each published setup.
 PUBLISHED = {
@@ -50,13 +38,6 @@ PUBLISHED = {
     "resnet50_v06_v3-1024": ("lars", 33.0, 5e-5),
     "resnet50_v06_v3-2048": ("lars", 31.2, 5e-5),
 }
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
 
 
 def run_checker(log: str | Path, tmp_path: Path, ruleset: str = RULESET, config=None):

@@ -10,13 +10,6 @@ from models.core import gin_config, optimization
 from models.core.errors import UsageError
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 def _lr(schedule, step):
     return float(schedule(step)) if callable(schedule) else float(schedule)
 

@@ -5,31 +5,12 @@ import json
 from pathlib import Path
 
 import gin
-import pytest
-from zoo_testing import plan
+from zoo_testing import plan, run_info
 
-from models.core.records import RunInfo, RunRecorder
+from models.core.records import RunRecorder
 
-INFO = RunInfo(
-    model="resnet18",
-    family="resnet",
-    recipe="default",
-    slice="cpu-2",
-    replicas=2,
-    global_batch_size=64,
-    precision="float32",
-    seed=0,
-    target_metric="top_1_accuracy",
-    target_value=0.9,
-)
+INFO = run_info(target_value=0.9)
 PLAN = plan(steps_per_epoch=10, total_steps=20, global_batch_size=64)
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
 
 
 def _events(recorder) -> list[dict]:

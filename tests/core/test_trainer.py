@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,13 +20,6 @@ DETERMINISTIC_INPUT = [
     "resnet.use_sync_bn = True",
     'run.model = "resnet10"',
 ]
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
 
 
 def _losses(trainer, steps):
@@ -67,7 +59,7 @@ def test_the_training_loop_is_traced_once_and_averages_every_log():
     strategy = build_strategy(slice_name="cpu-1")
     task = _CountingTask()
     state = build_training_state(task, strategy, plan(None, 10, 8))
-    trainer = Trainer(task, strategy, state.models, state.optimizers, state.global_step, 8)
+    trainer = Trainer(task, strategy, state, 8)
     first, second = trainer.train(tf.constant(3)), trainer.train(tf.constant(2))
     assert _CountingTask.traces == 1
     assert int(state.global_step.numpy()) == 5

@@ -16,13 +16,6 @@ from models.core.recipe import RunSpec
 from models.core.tasks.image_classification import ImageClassificationTask
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 @pytest.mark.slow
 def test_inception_v3_head_is_the_applications_top_with_or_without_dropout():
     plain = models.create_model("inception_v3", num_classes=1000, dropout_rate=0.0)

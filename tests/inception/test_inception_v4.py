@@ -23,13 +23,6 @@ from models.core.tasks.image_classification import ImageClassificationTask
 NUM_TRAIN = 1281167
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 @pytest.fixture(scope="module")
 def net() -> tf_keras.Model:
     return models.create_model("inception_v4", num_classes=1000)

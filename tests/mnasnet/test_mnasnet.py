@@ -29,13 +29,6 @@ def built() -> dict:
     return {v: registry.create_model(f"mnasnet_{v}", num_classes=1000) for v in PAPER_MADDS}
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    gin.clear_config()
-    yield
-    gin.clear_config()
-
-
 def test_registered_variants_and_recipes():
     assert registry.list_models("mnasnet") == ["mnasnet_a1", "mnasnet_b1"]
     assert registry.list_recipes("mnasnet") == [
