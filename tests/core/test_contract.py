@@ -301,3 +301,17 @@ def test_records_name_the_variant_and_log_every_train_scalar(tmp_path):
     )
     assert "distance" in record["final_metrics"]
     assert json.loads(json.dumps(record)) == record
+
+
+def test_continuous_eval_scores_every_evaluation_of_the_latest_checkpoint(tmp_path, capsys):
+    bindings = (
+        "train.global_batch_size = 16",
+        "train.steps = 10",
+        "learning_rate.base_lr = 0.1",
+        "train.evaluations = {'validation': @validation/evaluation(), 'rare': @rare/evaluation()}",
+        "train.continuous_eval_timeout_s = 1",
+    )
+    _experiment(RegressionTask(), tmp_path, *bindings, mode="train").run()
+    metrics = _experiment(RegressionTask(), tmp_path, *bindings, mode="continuous_eval").run()
+    assert metrics["mse"] == metrics["rare/mse"] and metrics["examples"] == 64.0
+    assert "step 10/10 |" in capsys.readouterr().out
