@@ -84,30 +84,34 @@ def _build_slots(optimizer: tf_keras.optimizers.Optimizer, variables: list[tf.Va
 
 
 class LoopMeans:
-    """Means over a loop of the scalars each step returns (averaged over replicas first).
+    """Means over a loop of the scalars each step returns, and over replicas.
 
-    The sums live in one vector variable created before any trace: a variable created inside
-    the traced loop would make tf.function trace the whole loop twice. The names are learnt
-    while tracing, so a task may return any (up to MAX_LOGS)."""
+    Each replica adds its own values to its copy of one vector variable (on-read, as Keras
+    metrics): no cross-replica reduction per step; reading it averages the replicas. The
+    variable exists before any trace (one created inside the traced loop would make
+    tf.function trace the loop twice); the names are learnt while tracing, so a task may
+    return any (up to MAX_LOGS)."""
 
     MAX_LOGS = 64
 
     def __init__(self, strategy: tf.distribute.Strategy):
-        self.strategy = strategy
         self.names: list[str] = []
         with strategy.scope():
-            self._sums = tf.Variable(tf.zeros([self.MAX_LOGS]), trainable=False, name="loop_sums")
+            self._sums = tf.Variable(
+                tf.zeros([self.MAX_LOGS]),
+                trainable=False,
+                name="loop_sums",
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.MEAN,
+            )
 
     def add(self, logs: dict[str, tf.Tensor]) -> None:
-        """Adds one step's per-replica scalars (cross-replica context, inside the loop)."""
+        """Adds one step's scalars of this replica (replica context, inside the loop)."""
         if len(logs) > self.MAX_LOGS:
             raise UsageError(f"train_step returns {len(logs)} logs; at most {self.MAX_LOGS}")
         self.names = list(logs)
-        mean = tf.distribute.ReduceOp.MEAN
-        values = [
-            tf.cast(self.strategy.reduce(mean, v, axis=None), tf.float32) for v in logs.values()
-        ]
-        self._sums.assign_add(tf.pad(tf.stack(values), [[0, self.MAX_LOGS - len(values)]]))
+        values = tf.stack([tf.cast(value, tf.float32) for value in logs.values()])
+        self._sums.assign_add(tf.pad(values, [[0, self.MAX_LOGS - len(logs)]]))
 
     def reset(self) -> None:
         self._sums.assign(tf.zeros([self.MAX_LOGS]))
@@ -157,13 +161,13 @@ class Trainer(orbit.StandardTrainer):
             options=orbit.StandardTrainerOptions(use_tf_while_loop=True),
         )
 
-    def _replica_step(self, inputs) -> dict[str, tf.Tensor]:
+    def _replica_step(self, inputs) -> None:
         logs = self.task.train_step(
             inputs, self.models, self.optimizers, self.metrics, self.global_batch_size
         )
         for average in self.averages.values():
             average.update(self.global_step)
-        return _scalar_logs(logs)
+        self.means.add(_scalar_logs(logs))
 
     def train_loop_begin(self):
         for metric in self.metrics:
@@ -173,8 +177,7 @@ class Trainer(orbit.StandardTrainer):
         self._loop_step = int(self.global_step.numpy())
 
     def train_step(self, iterator):
-        logs = self.strategy.run(self._step_fn or self._replica_step, args=(next(iterator),))
-        self.means.add(logs)
+        self.strategy.run(self._step_fn or self._replica_step, args=(next(iterator),))
         self.global_step.assign_add(1)
 
     def train_loop_end(self) -> dict[str, float]:
