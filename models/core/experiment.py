@@ -282,10 +282,7 @@ class Experiment:
         plan, step = self.plan, int(self.global_step.numpy())
         if step:
             print(f"resumed from checkpoint at step {step}{self._epoch_text(step)}", flush=True)
-        self.recorder.run_start(
-            self.sizes("train"),
-            self._eval_samples(),
-        )
+        self.recorder.run_start(self.sizes("train"), self._eval_samples())
         try:
             with self._dispatcher_watch():
                 metrics, reached, step = self._train_loop(evaluate, step)
@@ -314,8 +311,9 @@ class Experiment:
         (metrics, reached, step)."""
         plan, metrics, reached = self.plan, {}, False
         while step < plan.total_steps and not reached:
-            self.recorder.block_start(step, plan.next_stop(step))
-            self.controller.train(plan.next_stop(step), checkpoint_at_completion=False)
+            stop = plan.next_stop(step)
+            self.recorder.block_start(step, stop)
+            self.controller.train(stop, checkpoint_at_completion=False)
             step = int(self.global_step.numpy())
             self.recorder.block_stop()
             due = plan.due(step) if evaluate else []
