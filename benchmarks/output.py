@@ -25,16 +25,23 @@ def emit(result: dict, as_json: bool, render: Callable[[dict], str]) -> None:
 
 
 def run_cli(
-    name: str, compute: Callable[[list[str]], dict], render: Callable[[dict], str], arg: str = ""
+    name: str,
+    compute: Callable[[list[str]], dict],
+    render: Callable[[dict], str],
+    arg: str = "",
+    exit_code: Callable[[dict], int] | None = None,
 ) -> None:
     """absl app for `python -m benchmarks.<name> [ARG]`: emit(compute(args)); bad input -> one
-    line and exit code 2. `arg` names the one positional argument, or "" for none."""
+    line and exit code 2. `arg` names the one positional argument, or "" for none;
+    `exit_code(result)`, after the result is printed, is the command's exit code (default 0)."""
     from models.core.errors import UsageError, run_app
 
-    def main(argv: list[str]) -> None:
+    def main(argv: list[str]) -> int:
         if len(argv) != (2 if arg else 1):
             raise UsageError(f"usage: python -m benchmarks.{name} {arg} [flags]".replace("  ", " "))
-        emit(compute(argv[1:]), flags.FLAGS.json, render)
+        result = compute(argv[1:])
+        emit(result, flags.FLAGS.json, render)
+        return exit_code(result) if exit_code else 0
 
     define_json_flag()
     run_app(main)

@@ -62,7 +62,7 @@ def plot_metric_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
     if target is not None:
         ax.axhline(target.value, linestyle="--", color="gray", label=f"target: {target}")
         metric, label = target.metric, f"{target.metric} ({target.direction} is better)"
-    ax.set_xlabel("wall-clock time since run_start (s)")
+    ax.set_xlabel("wall-clock time since the first run_start (s)")
     ax.set_ylabel(label)
     ax.set_title(f"{name}: {metric} over time")
     ax.grid(True, alpha=0.3)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.output import progress
+from models.core.errors import UsageError
 from models.core.target import Target
 
 INDEX = "runs.jsonl"
@@ -26,6 +28,9 @@ class RunResult:
     replicas: int | None = None
     global_batch_size: int | None = None
     time_to_accuracy_s: float | None = None  # MLPerf run_start -> run_stop, target reached
+    resumed: bool = False  # from a checkpoint: the time is summed over the record's segments
+    resumed_from_step: int | None = None
+    segments: list[dict] = field(default_factory=list)  # oldest first, as the record lists them
     epochs: float | None = None  # None when the dataset's size is unknown
     steps: int | None = None
     examples_per_second: float | None = None
@@ -49,12 +54,26 @@ class RunResult:
         return Target(self.target_metric, self.target_value, lower_is_better=lower)
 
 
+def _json_line(text: str, where: str, what: str):
+    """json.loads(text), or UsageError naming `where` (file and line) and `what` it should be."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        line = f"line {error.lineno} " if error.lineno > 1 else ""
+        raise UsageError(f"{where}: not {what} ({error.msg}: {line}column {error.colno})") from None
+
+
 def read_mllog(path: str | Path) -> list[dict]:
     """The events of an MLPerf-format log, in order."""
     events = []
-    for line in Path(path).read_text().splitlines():
+    lines = Path(path).read_text(errors="replace").splitlines()
+    for number, line in enumerate(lines, start=1):
         if MLLOG_PREFIX in line:
-            events.append(json.loads(line.split(MLLOG_PREFIX, 1)[1]))
+            text = line.split(MLLOG_PREFIX, 1)[1]
+            event = _json_line(text, f"{path} line {number}", "an MLPerf event")
+            if not isinstance(event, dict) or not {"key", "time_ms"} <= event.keys():
+                raise UsageError(f"{path} line {number}: not an MLPerf event (no key or time_ms)")
+            events.append(event)
     return events
 
 
@@ -84,6 +103,9 @@ RECORD_FIELDS = (
     "target_metric",
     "target_value",
     "target_direction",
+    "resumed",
+    "resumed_from_step",
+    "segments",
 )
 
 
@@ -106,19 +128,81 @@ def load_run(entry: dict) -> RunResult:
     )
     records = Path(entry["model_dir"]) / "records"
     record_path, log_path = _latest(records, "*.json"), _latest(records, "*.mlperf.log")
-    record = json.loads(record_path.read_text()) if record_path else {}
+    record = _read_record(record_path) if record_path else {}
     for name in RECORD_FIELDS:
         if name in record:
             setattr(result, name, record[name])
     if log_path:
-        seconds, status, result.curve = mllog_timing(read_mllog(log_path))
+        seconds, status, curve = mllog_timing(read_mllog(log_path))
+        earlier = result.segments[:-1] if result.resumed else []
+        before = sum(float(s.get("seconds") or 0.0) for s in earlier)
+        result.curve = [(t + before, value) for t, value in curve]  # from the first run_start
         if status == "success" and entry.get("exit_code") == 0:
             result.status = "success"
             if record.get("time_to_accuracy_s") is not None:
-                result.time_to_accuracy_s = seconds
+                # One segment's log times one segment; a resumed record sums its segments.
+                result.time_to_accuracy_s = (
+                    record["time_to_accuracy_s"] if result.resumed else seconds
+                )
     if result.status != "success" and not result.error:
         result.error = "no run record" if not record_path else "target not reached"
     return result
+
+
+def _read_record(path: Path) -> dict:
+    """A run's JSON record, or UsageError naming the file."""
+    record = _json_line(path.read_text(errors="replace"), str(path), "a JSON run record")
+    if not isinstance(record, dict):
+        raise UsageError(f"{path}: not a JSON run record (a JSON {type(record).__name__})")
+    segments = record.get("segments", [])
+    if not isinstance(segments, list) or not all(isinstance(x, dict) for x in segments):
+        raise UsageError(f"{path}: the record's segments are not a list of objects")
+    return record
+
+
+ENTRY_KEYS = ("model", "recipe", "slice", "repeat", "model_dir")
+
+
+def _checked_entry(entry, where: str) -> dict:
+    """`entry` if it is an index entry (a JSON object with ENTRY_KEYS), else UsageError."""
+    if not isinstance(entry, dict):
+        raise UsageError(f"{where}: not an index entry (a JSON {type(entry).__name__})")
+    missing = [key for key in ENTRY_KEYS if key not in entry]
+    if missing:
+        raise UsageError(f"{where}: index entry without {', '.join(missing)}")
+    if not isinstance(entry["repeat"], int):
+        raise UsageError(f"{where}: index entry's repeat is not a whole number")
+    return entry
+
+
+def _cut_short(line: str, number: int, lines: list[str], text: str) -> bool:
+    """Whether `line` is the last one, without its newline, and not JSON: a write cut short."""
+    if number != len(lines) or text.endswith("\n"):
+        return False
+    try:
+        json.loads(line)
+    except ValueError:
+        return True
+    return False
+
+
+def read_index(index: Path) -> list[dict]:
+    """The harness index's entries, one per model_dir (a rerun's entry replaces the earlier
+    one). A corrupt line is a UsageError naming it; a last line cut short without its newline
+    (a harness killed mid-write) is skipped with a warning."""
+    text = index.read_text(errors="replace")
+    lines = text.splitlines()
+    entries: dict[str, dict] = {}
+    for number, line in enumerate(lines, start=1):
+        where = f"{index} line {number}"
+        if not line.strip():
+            continue
+        if _cut_short(line, number, lines, text):
+            progress(f"warning: {where} is cut short (a harness killed mid-write?); skipped")
+            continue
+        entry = _checked_entry(_json_line(line, where, "a JSON index entry"), where)
+        entries[str(entry["model_dir"])] = entry
+    return list(entries.values())
 
 
 def load_runs(out_dir: str | Path) -> list[RunResult]:
@@ -126,4 +210,4 @@ def load_runs(out_dir: str | Path) -> list[RunResult]:
     index = Path(out_dir) / INDEX
     if not index.exists():
         return []
-    return [load_run(json.loads(line)) for line in index.read_text().splitlines() if line.strip()]
+    return [load_run(entry) for entry in read_index(index)]

@@ -40,6 +40,16 @@ def summarize_slice(runs: list[RunResult]) -> dict:
             [r.examples_per_second for r in ok if r.examples_per_second]
         ),
         "errors": sorted({r.error for r in runs if r.status != "success"}),
+        "resumed": [_resumed(r) for r in runs if r.resumed],
+    }
+
+
+def _resumed(run: RunResult) -> dict:
+    """A resumed run: its seed, the step it resumed from and its segments."""
+    return {
+        "seed": run.repeat,
+        "resumed_from_step": run.resumed_from_step,
+        "segments": run.segments,
     }
 
 
@@ -99,8 +109,35 @@ def _speedup_cell(row: dict) -> str:
     return "-" if row["speedup"] is None else f"{row['speedup']:.2f}x"
 
 
+def _ok_cell(row: dict) -> str:
+    """'2/3', or '2/3 (1 resumed)' when runs resumed from a checkpoint."""
+    cell = f"{row['succeeded']}/{row['runs']}"
+    return f"{cell} ({len(row['resumed'])} resumed)" if row["resumed"] else cell
+
+
+def _segments_text(segments: list[dict]) -> str:
+    """E.g. 'steps 0-120 in 5.0 s (aborted), 120-200 in 4.1 s (success)'."""
+    parts = [
+        f"{s.get('first_step')}-{s.get('last_step')} in {s.get('seconds') or 0:.1f} s "
+        f"({s.get('status')})"
+        for s in segments
+    ]
+    return "steps " + ", ".join(parts)
+
+
+def resumed_lines(row: dict) -> list[str]:
+    """One line per resumed run of a slice: where it resumed and its segments."""
+    return [
+        f"{row['slice']} seed {run['seed']} resumed at step {run['resumed_from_step']}, "
+        f"{len(run['segments'])} segments (time summed over them): "
+        f"{_segments_text(run['segments'])}"
+        for run in row["resumed"]
+    ]
+
+
 def markdown_table(table: dict) -> str:
-    """One recipe's table; times are MLPerf run_start -> run_stop in seconds."""
+    """One recipe's table; times are MLPerf run_start -> run_stop in seconds (summed over the
+    segments of a resumed run)."""
     target = table["target"] or "none (runs train their full length; no time to accuracy)"
     lines = [
         f"### {_title(table)}",
@@ -114,7 +151,7 @@ def markdown_table(table: dict) -> str:
     for r in table["rows"]:
         lines.append(
             f"| {r['slice']} | {format_number(r['replicas'], 'd')} "
-            f"| {format_number(r['global_batch_size'], 'd')} | {r['succeeded']}/{r['runs']} "
+            f"| {format_number(r['global_batch_size'], 'd')} | {_ok_cell(r)} "
             f"| {_tta_cell(r)} | {format_number(r['epochs_median'], 'g')} "
             f"| {format_number(r['examples_per_second_median'], ',.0f')} "
             f"| {_speedup_cell(r)} "
@@ -123,6 +160,7 @@ def markdown_table(table: dict) -> str:
     for r in table["rows"]:
         for error in r["errors"]:
             lines.append(f"\n{r['slice']} aborted: {error}")
+        lines.extend(f"\n{line}" for line in resumed_lines(r))
     return "\n".join(lines)
 
 

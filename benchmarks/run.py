@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from absl import flags
@@ -19,10 +20,11 @@ from benchmarks import recipes
 from benchmarks.output import progress, run_cli
 from benchmarks.recipes import Recipe, load_recipe, model_bindings
 from benchmarks.records import INDEX, RunResult, load_run
-from models.core.errors import UsageError
+from models.core.errors import PREEMPTED_EXIT_CODE, UsageError
 from models.core.strategy import parse_slice
 
 FLAGS = flags.FLAGS
+ABORTED_EXIT_CODE = 1  # some run aborted; bad input is 2 (models.core.errors)
 
 
 def define_flags() -> None:
@@ -73,11 +75,29 @@ def _run_one(recipe: Recipe, slice_name: str, repeat: int, out: Path) -> dict:
         done = subprocess.run(command, capture_output=True, text=True, timeout=FLAGS.timeout_s)
         entry["exit_code"] = done.returncode
         if done.returncode:
-            lines = [x for x in done.stderr.splitlines() if x.strip()]
-            entry["error"] = lines[-1] if lines else f"exit code {done.returncode}"
+            entry["error"] = error_line(done.stderr, done.returncode)
     except subprocess.TimeoutExpired:
         entry.update(exit_code=None, error=f"killed after --timeout_s={FLAGS.timeout_s}")
     return entry
+
+
+def error_line(stderr: str, exit_code: int) -> str:
+    """Why a run failed, in one line: its last `error: ...` line, else the first line of a
+    traceback's exception, else its last line of stderr, else its exit code."""
+    if exit_code == PREEMPTED_EXIT_CODE:
+        return f"preempted (exit code {exit_code}): rerun with the same --out to resume"
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    if errors:
+        return errors[-1]
+    if "Traceback (most recent call last):" in lines:
+        after = lines[len(lines) - lines[::-1].index("Traceback (most recent call last):") :]
+        raised = [line for line in after if not line.startswith(" ")]
+        if raised:
+            return raised[0]
+    if lines:
+        return lines[-1]
+    return f"killed by signal {-exit_code}" if exit_code < 0 else f"exit code {exit_code}"
 
 
 def describe(result: RunResult) -> str:
@@ -85,6 +105,8 @@ def describe(result: RunResult) -> str:
     if result.status != "success":
         return f"ABORTED: {result.error}"
     where = f"epoch {result.epochs:g}" if result.epochs is not None else f"step {result.steps}"
+    if result.resumed:
+        where += f", resumed at step {result.resumed_from_step}, {len(result.segments)} segments"
     if result.time_to_accuracy_s is None:
         return f"finished, no target ({where})"
     return f"{result.time_to_accuracy_s:.1f} s to {result.target} ({where})"
@@ -107,22 +129,41 @@ def run_all() -> dict:
             f"[{index}/{len(runs)}] {recipe.path} {recipe.model} {slice_name} seed {repeat}: "
             f"{describe(result)} ({time.monotonic() - started:.0f} s wall)"
         )
-    ok = sum(r.status == "success" for r in results)
+    return summarize(recipe, out, results)
+
+
+def summarize(recipe: Recipe, out: Path, results: list[RunResult]) -> dict:
+    """The command's result: counts, and each aborted run's slice, seed and reason."""
+    failed = [r for r in results if r.status != "success"]
     summary = {"out": str(out), "family": recipe.family, "model": recipe.model}
-    summary.update(recipe=recipe.path, runs=len(runs), succeeded=ok, aborted=len(runs) - ok)
+    summary.update(recipe=recipe.path, runs=len(results), succeeded=len(results) - len(failed))
+    summary["aborted"] = len(failed)
+    summary["failures"] = [{"slice": r.slice, "seed": r.repeat, "error": r.error} for r in failed]
     return summary
 
 
+def _reasons(failures: list[dict]) -> str:
+    """'2 x error: ...; 1 x target not reached', most frequent first."""
+    counts = Counter(failure["error"] for failure in failures)
+    return "; ".join(f"{count} x {error}" for error, count in counts.most_common())
+
+
 def _render(result: dict) -> str:
-    return (
-        f"{result['recipe']} ({result['model']}): {result['succeeded']}/{result['runs']} runs "
-        f"succeeded; records in {result['out']} (python -m benchmarks.report {result['out']})"
-    )
+    line = f"{result['recipe']} ({result['model']}): {result['succeeded']}/{result['runs']} runs "
+    line += "succeeded"
+    if result["aborted"]:
+        line += f", {result['aborted']} aborted ({_reasons(result['failures'])})"
+    return f"{line}; records in {result['out']} (python -m benchmarks.report {result['out']})"
+
+
+def exit_code(result: dict) -> int:
+    """1 when any run aborted (failed, was killed or missed its target), else 0."""
+    return ABORTED_EXIT_CODE if result["aborted"] else 0
 
 
 def main() -> None:
     define_flags()
-    run_cli("run", lambda _: run_all(), _render)
+    run_cli("run", lambda _: run_all(), _render, exit_code=exit_code)
 
 
 if __name__ == "__main__":

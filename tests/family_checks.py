@@ -43,7 +43,8 @@ def check_reaches_target(family: str, model_dir, env: dict) -> None:
     result = run_model(family, model_dir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     record = latest_record(model_dir)
-    assert record["status"] == "success"
+    curve = [round(point["top_1_accuracy"], 4) for point in record["eval_curve"]]
+    assert record["status"] == "success", f"eval top-1 per epoch: {curve}"
     assert record["final_metrics"]["top_1_accuracy"] >= 0.97
     assert "time to accuracy" in result.stdout
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
@@ -17,11 +18,29 @@ class TrainingAborted(Exception):
 
 
 class Preempted(Exception):
-    """SIGTERM arrived; a checkpoint was saved at `step`."""
+    """SIGTERM (or Ctrl-C: SIGINT) arrived; a checkpoint was saved at `step`."""
 
-    def __init__(self, step: int):
+    def __init__(self, step: int, signum: int = signal.SIGTERM):
         super().__init__(step)
-        self.step = step
+        self.step, self.signum = step, signum
+
+
+_STEP = re.compile(r"/ckpt-(\d+)\.(?:index|data-\d+-of-\d+)$")
+
+
+class ResumingCheckpointManager(tf.train.CheckpointManager):
+    """A CheckpointManager that resumes from `resume_from` (found by `resume_point`), not
+    from whatever the state file says: a damaged or stale state file must not restart
+    training at step 0, whose saves would overwrite the intact checkpoints."""
+
+    def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, resume_from, **kwargs):
+        with quiet_tensorflow():  # a damaged state file makes TensorFlow warn
+            super().__init__(checkpoint, directory, **kwargs)
+        self._latest_checkpoint = resume_from
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        return self._latest_checkpoint
 
 
 def build_manager(
@@ -33,16 +52,96 @@ def build_manager(
     **trackables,
 ) -> tf.train.CheckpointManager:
     """A CheckpointManager over every model and optimiser; saves are atomic (temp + rename).
-    `init_fn` runs instead of a restore when model_dir has no checkpoint yet."""
+    It resumes from `resume_point(model_dir)`; `init_fn` runs instead when there is none."""
     checkpoint = tf.train.Checkpoint(global_step=global_step, **trackables)
-    return tf.train.CheckpointManager(
+    resume_from, note = resume_point(model_dir)
+    if note:
+        print(note, flush=True)
+    return ResumingCheckpointManager(
         checkpoint,
         model_dir,
+        resume_from,
         max_to_keep=max_to_keep,
         step_counter=global_step,
         checkpoint_interval=interval,
         init_fn=init_fn,
     )
+
+
+@contextlib.contextmanager
+def quiet_tensorflow() -> Iterator[None]:
+    """TensorFlow's Python logger at ERROR for the block."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def intact_checkpoints(model_dir: str) -> list[str]:
+    """The ckpt-<step> prefixes in model_dir whose index and every data shard exist, by step."""
+    return [prefix for prefix in _checkpoint_prefixes(model_dir) if _is_complete(prefix)]
+
+
+def _checkpoint_prefixes(model_dir: str) -> list[str]:
+    """Every ckpt-<step> prefix with at least one file in model_dir, by step."""
+    steps = set()
+    for path in tf.io.gfile.glob(f"{model_dir.rstrip('/')}/ckpt-*"):
+        match = _STEP.search(path)
+        if match:
+            steps.add(int(match.group(1)))
+    return [f"{model_dir.rstrip('/')}/ckpt-{step}" for step in sorted(steps)]
+
+
+def _is_complete(prefix: str) -> bool:
+    shards = tf.io.gfile.glob(f"{prefix}.data-*-of-*")
+    complete = bool(shards) and len(shards) == int(shards[0].rsplit("-of-", 1)[1])
+    return complete and tf.io.gfile.exists(f"{prefix}.index")
+
+
+def resume_point(model_dir: str) -> tuple[str | None, str | None]:
+    """(the checkpoint a run in model_dir resumes from, a note when the state file was not
+    trusted): the newest checkpoint found from the files themselves. When its .index or a
+    .data file is missing, UsageError: resuming from an older one or from scratch would
+    overwrite it."""
+    prefixes = _checkpoint_prefixes(model_dir)
+    if not prefixes:
+        return None, None
+    newest = prefixes[-1]
+    if not _is_complete(newest):
+        older = [p.rsplit("/", 1)[-1] for p in prefixes[:-1] if _is_complete(p)]
+        instead = f", or delete its files to resume from {older[-1]}" if older else ""
+        raise UsageError(
+            f"--model_dir={model_dir}: checkpoint {newest.rsplit('/', 1)[-1]} is incomplete (its "
+            f".index or a .data file is missing); restore the missing file{instead}, or use a "
+            "fresh --model_dir"
+        )
+    named, state = _state_latest(model_dir), f"{model_dir.rstrip('/')}/checkpoint"
+    if named == newest:
+        return newest, None
+    if named is not None and _is_complete(named):
+        return newest, f"resuming from {newest}, newer than the checkpoint state file's {named}"
+    if named is not None:
+        why = f"names {named}, which is missing or incomplete"
+    elif tf.io.gfile.exists(state):
+        why = "is damaged"
+    else:
+        why = "is missing"
+    return newest, f"the checkpoint state file {state} {why}; resuming from {newest}"
+
+
+def _state_latest(model_dir: str) -> str | None:
+    """The latest checkpoint the state file names (a full prefix), or None."""
+    try:
+        with quiet_tensorflow():
+            state = tf.train.get_checkpoint_state(model_dir)
+    except (tf.errors.OpError, ValueError, UnicodeDecodeError):
+        return None
+    if state is None or not state.model_checkpoint_path:
+        return None
+    return f"{model_dir.rstrip('/')}/{state.model_checkpoint_path.rsplit('/', 1)[-1]}"
 
 
 @contextlib.contextmanager
@@ -60,7 +159,7 @@ def checkpoint_must_fit(model_dir: str):
 
 
 def _unusable(model_dir: str, error: Exception, what: str, fix: str) -> Exception:
-    latest = tf.train.latest_checkpoint(model_dir)
+    latest = (intact_checkpoints(model_dir) or [None])[-1]
     if latest is None:
         return error
     tf.get_logger().setLevel("ERROR")  # else the failed restore warns at exit, per value
@@ -86,22 +185,24 @@ class NanGuard:
 
 
 class PreemptionWatcher:
-    """orbit train action: on SIGTERM, saves a checkpoint at the next loop boundary, then stops."""
+    """orbit train action: on SIGTERM or Ctrl-C (SIGINT), saves a checkpoint at the next loop
+    boundary, then stops."""
 
     def __init__(self, manager: tf.train.CheckpointManager, global_step: tf.Variable):
         self.manager, self.global_step = manager, global_step
-        self.requested = False
-        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.requested: int | None = None
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
 
-    def _on_sigterm(self, signum, frame) -> None:
-        self.requested = True
+    def _on_signal(self, signum, frame) -> None:
+        self.requested = signum
 
     def __call__(self, output: dict | None = None) -> None:
-        if self.requested:
+        if self.requested is not None:
             step = int(self.global_step.numpy())
             if step > 0:
                 self.manager.save(checkpoint_number=step, check_interval=False)
-            raise Preempted(step)
+            raise Preempted(step, self.requested)
 
 
 class ClusterPreemption:

@@ -27,6 +27,7 @@ from models.core.task import Task
 from models.core.trainer import Evaluator, Trainer, build_training_state
 
 EVALUATING_MODES = ("eval", "train_and_eval", "continuous_eval")
+TRAINING_MODES = ("train", "train_and_eval")
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Experiment:
         settings.check(strategy.num_replicas_in_sync)
         check_jit_compile(settings.jit_compile, strategy)
         self.chief = is_chief(strategy)
-        self.training = options.mode in ("train", "train_and_eval")
+        self.training = options.mode in TRAINING_MODES
         if self.training and settings.init_checkpoint:
             resolve_checkpoint(settings.init_checkpoint)  # a wrong path fails before building
         if settings.synthetic_input and options.mode != "train":
@@ -105,6 +106,12 @@ class Experiment:
         name, value = self.settings.target_metric, self.settings.target_value
         if name is None or value is None:
             return None
+        bounds = self.task.metric_range(name)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise UsageError(
+                f"--target_value={value:g}: {name} lies in [{bounds[0]:g}, {bounds[1]:g}], so "
+                "the run could never reach it (accuracies are fractions: 0.97, not 97)"
+            )
         return Target(name, float(value), self.task.is_lower_better(name))
 
     def _initialise(self) -> None:
@@ -119,7 +126,7 @@ class Experiment:
         worker first restores the chief's latest checkpoint), our own watcher elsewhere."""
         if not is_multi_worker(self.strategy):
             return ckpt.PreemptionWatcher(self.manager, self.global_step)
-        latest = tf.train.latest_checkpoint(self.options.model_dir)
+        latest, _ = ckpt.resume_point(self.options.model_dir)
         if latest:
             with ckpt.checkpoint_must_fit(self.options.model_dir):
                 self.manager.checkpoint.restore(latest)
@@ -234,12 +241,12 @@ class Experiment:
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
     def _run(self) -> dict:
-        mode, latest = self.options.mode, tf.train.latest_checkpoint(self.options.model_dir)
+        mode, (latest, _) = self.options.mode, ckpt.resume_point(self.options.model_dir)
         if mode in ("eval", "export") and latest is None:
             raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
         if mode == "continuous_eval" and is_multi_worker(self.strategy):
             raise UsageError("--mode=continuous_eval runs as one process beside the training job")
-        if mode in ("train", "train_and_eval"):
+        if mode in TRAINING_MODES:
             return self._train(evaluate=mode == "train_and_eval")
         if mode == "eval":
             self._restore(latest)
@@ -276,13 +283,18 @@ class Experiment:
             self._progress(step, metrics)
             if step >= self.plan.total_steps:
                 break
+        if not metrics:
+            raise UsageError(
+                f"--mode=continuous_eval: no checkpoint appeared in {model_dir} within "
+                f"{timeout:g} s (train.continuous_eval_timeout_s)"
+            )
         return metrics
 
     def _train(self, evaluate: bool) -> dict:
         plan, step = self.plan, int(self.global_step.numpy())
         if step:
             print(f"resumed from checkpoint at step {step}{self._epoch_text(step)}", flush=True)
-        self.recorder.run_start(self.sizes("train"), self._eval_samples())
+        self.recorder.run_start(self.sizes("train"), self._eval_samples(), step)
         try:
             with self._dispatcher_watch():
                 metrics, reached, step = self._train_loop(evaluate, step)

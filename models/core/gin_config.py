@@ -74,24 +74,31 @@ def _parameters_of(configurable: str) -> list[str]:
         return []
 
 
-def _unparsable_binding(bindings: list[str]) -> str | None:
-    """The first binding gin cannot even tokenise alone (its errors then name no location)."""
-    for binding in bindings:
-        try:
-            list(gin.config_parser.ConfigParser(binding, gin.config.ParserDelegate(True)))
-        except Exception:  # noqa: BLE001 - tokenize and gin syntax errors alike
-            return binding
-    return None
+def _parses(text: str) -> bool:
+    try:
+        list(gin.config_parser.ConfigParser(text, gin.config.ParserDelegate(True)))
+    except Exception:  # noqa: BLE001 - tokenize and gin syntax errors alike
+        return False
+    return True
 
 
-def _explain(error: Exception, bindings: list[str]) -> str:
+def _unparsable(paths: list[str], bindings: list[str]) -> str | None:
+    """The first file or binding gin cannot even tokenise alone (its errors then name no
+    location), as the error line should name it."""
+    for path in paths:
+        if not _parses(Path(path).read_text(errors="replace")):
+            return f"gin file {path}"
+    return next((f"gin binding '{b}'" for b in bindings if not _parses(b)), None)
+
+
+def _explain(error: Exception, paths: list[str], bindings: list[str]) -> str:
     """One line: what is wrong, where, and the nearest valid name."""
     text = str(error)
     location = _LOCATION.search(text)
     where = f" ({location.group(1)})" if location else ""
-    if not location and (binding := _unparsable_binding(bindings)):
+    if not location and (culprit := _unparsable(paths, bindings)):
         message = error.args[0] if error.args and isinstance(error.args[0], str) else text
-        return f"bad gin binding '{binding}': {message.strip().splitlines()[0]}"
+        return f"bad {culprit}: {message.strip().splitlines()[0]}"
     if match := _UNKNOWN_CONFIGURABLE.search(text):
         name = match.group(1)
         return f"unknown gin configurable '{name}'{where}{nearest(name, _known_configurables())}"
@@ -143,7 +150,7 @@ def parse(
     try:
         gin.parse_config_files_and_bindings(paths, bindings, finalize_config=False)
     except Exception as error:  # noqa: BLE001 - gin raises Value/Syntax/Key/Type/tokenize errors
-        raise UsageError(_explain(error, bindings)) from None
+        raise UsageError(_explain(error, paths, bindings)) from None
     return paths
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from models.core.checkpoint import resume_point
 from models.core.errors import UsageError, first_line, nearest
 from models.core.task import Models
 
@@ -23,7 +24,7 @@ def resolve_checkpoint(path: str) -> str:
     """The checkpoint prefix `path` names (a directory: its latest checkpoint)."""
     owner = f"train.init_checkpoint={path}"
     if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
+        latest, _ = resume_point(path)
         if latest is None:
             raise UsageError(f"{owner}: no checkpoint in that directory")
         return latest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -12,13 +13,14 @@ from absl import flags, logging
 from models import registry
 from models.core import checkpoint as ckpt
 from models.core import gin_config
-from models.core.cluster import write_tf_config
-from models.core.errors import PREEMPTED_EXIT_CODE, UsageError, first_line, run_app
-from models.core.experiment import Experiment, RunOptions
+from models.core.cluster import is_chief, write_tf_config
+from models.core.errors import UsageError, first_line, run_app, stop_on_signals
+from models.core.experiment import TRAINING_MODES, Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.ports import check_reachable, split_address
 from models.core.precision import set_precision
 from models.core.recipe import RunSpec
+from models.core.run_lock import model_dir_lock
 from models.core.settings import TrainSettings
 from models.core.strategy import build_strategy, check_slice_matches
 from models.core.task import Task
@@ -111,7 +113,9 @@ def run_from_flags(family: str) -> dict:
         tf_data_service=_data_service_address(FLAGS.tf_data_service),
         tf_data_service_timeout_s=FLAGS.tf_data_service_timeout_s,
     )
-    return Experiment(task, strategy, settings, options).run()
+    training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)
+    with model_dir_lock(FLAGS.model_dir, enabled=training):
+        return Experiment(task, strategy, settings, options).run()
 
 
 def _report(results: dict) -> None:
@@ -136,6 +140,7 @@ def main(family: str) -> None:
     default.gin). Bad input -> one line and exit 2; SIGTERM -> checkpoint, then exit 143."""
     define_flags()
     logging.set_verbosity(logging.WARNING)
+    stop_on_signals()
 
     def _main(argv):
         if len(argv) > 1:
@@ -143,8 +148,9 @@ def main(family: str) -> None:
         try:
             _report(run_from_flags(family) or {})
         except ckpt.Preempted as stop:
-            print(f"SIGTERM: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
-            sys.exit(PREEMPTED_EXIT_CODE)
+            name = signal.Signals(stop.signum).name
+            print(f"{name}: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
+            sys.exit(128 + stop.signum)
         except ckpt.TrainingAborted as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(1)

@@ -14,6 +14,7 @@ from mlperf_logging.mllog import constants
 from models.core import optimization
 from models.core.durations import Clock
 from models.core.errors import UsageError
+from models.core.gin_types import check_field_types
 from models.core.settings import StepPlan
 
 DIVISIONS = ("closed", "open")
@@ -41,6 +42,7 @@ class Submission:
     caches_cleared: bool = False
 
     def __post_init__(self):
+        check_field_types(self, "mlperf")
         _check_choice("submission_division", self.submission_division, DIVISIONS)
         _check_choice("submission_status", self.submission_status, STATUSES)
         _check_choice("hyperparameters", self.hyperparameters, (None, *HYPERPARAMETERS))

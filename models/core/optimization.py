@@ -10,6 +10,7 @@ import tf_keras
 from official.modeling.optimization import lars, lr_schedule
 
 from models.core.errors import UsageError
+from models.core.gin_types import check_field_types
 from models.core.settings import StepPlan
 
 _NO_DECAY = ["batch_normalization", "bias", "beta", "gamma"]
@@ -152,6 +153,9 @@ class OptimizerSettings:
     beta_1: float = 0.9
     beta_2: float = 0.999
     ema_decay: float = 0.0
+
+    def __post_init__(self):
+        check_field_types(self, "optimizer")
 
     def build(self, schedule, weight_decay: float) -> tf_keras.optimizers.Optimizer:
         """sgd (momentum), lars (You et al. 2017; skips BN and bias), adam, adamw or rmsprop.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gin
 
 from models.core.errors import UsageError
+from models.core.gin_types import check_field_types
 from models.core.task import Task
 
 
@@ -21,6 +22,9 @@ class RunSpec:
 
     task: type[Task] | None = None
     model: str | None = None
+
+    def __post_init__(self):
+        check_field_types(self, "run")
 
     def check(self) -> RunSpec:
         """UsageError unless the recipe named both a Task class and a variant."""

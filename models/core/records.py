@@ -45,6 +45,9 @@ class RunRecord(RunInfo):
 
     status: str = "running"
     time_to_accuracy_s: float | None = None  # only when the run reached its target
+    resumed: bool = False  # started from a checkpoint, not step 0
+    resumed_from_step: int | None = None
+    segments: list = field(default_factory=list)  # run_start..run_stop spans, oldest first
     epochs: float | None = 0.0  # None when the dataset's size is unknown
     steps: int = 0
     final_metrics: dict = field(default_factory=dict)
@@ -96,6 +99,81 @@ def _cpu_name() -> str:
     return platform.processor() or "CPU"
 
 
+def time_to_target(segments: list[dict]) -> float:
+    """Seconds of the segments up to the first that reached the target (downtime excluded)."""
+    total = 0.0
+    for segment in segments:
+        total += segment["seconds"]
+        if segment["reached_target"]:
+            break
+    return total
+
+
+def chain_segments(segments: list[dict], first_step: int) -> list[dict]:
+    """The earlier segments a run resumed at `first_step` continues, oldest first: back to the
+    newest one that started at step 0, skipping any that started past the step the next one
+    resumed from; each ran at least to the step its successor resumed from."""
+    kept, bound = [], first_step
+    for segment in reversed(segments):
+        if segment["first_step"] > bound:
+            continue
+        kept.append({**segment, "last_step": max(segment["last_step"], bound)})
+        bound = segment["first_step"]
+        if bound == 0:
+            break
+    return kept[::-1]
+
+
+def record_segment(path: str, record: dict) -> dict:
+    """The segment a JSON record describes: its own (the last of its `segments`), or for a
+    record written before segments were recorded, one from step 0 to its last evaluation."""
+    if record.get("segments"):
+        return _checked_segment(record["segments"][-1])
+    curve = record.get("eval_curve") or [{}]
+    seconds = record.get("time_to_accuracy_s") or curve[-1].get("seconds", 0.0)
+    segment = _new_segment(Path(path).stem, 0, None)
+    segment.update(last_step=record.get("steps", 0), seconds=seconds, status=record.get("status"))
+    segment["reached_target"] = record.get("time_to_accuracy_s") is not None
+    return _checked_segment(segment)
+
+
+def _checked_segment(segment: dict) -> dict:
+    """`segment` if it has the steps, seconds and outcome time_to_target needs, else ValueError."""
+    numbers = [segment.get(key) for key in ("first_step", "last_step", "seconds")]
+    valid = all(isinstance(x, int | float) for x in numbers)
+    if not valid or not isinstance(segment.get("reached_target"), bool):
+        raise ValueError(f"not a run segment: {segment!r:.200}")
+    return segment
+
+
+def read_segments(directory: str, exclude: str) -> list[dict]:
+    """The segments of every readable JSON record in `directory` but `exclude`, oldest first."""
+    segments = []
+    for path in sorted(tf.io.gfile.glob(f"{directory}/*.json")):
+        if path == exclude:
+            continue
+        try:
+            record = json.loads(tf.io.gfile.GFile(path).read())
+            segments.append(record_segment(path, record))
+        except (tf.errors.OpError, ValueError, TypeError, KeyError, AttributeError) as error:
+            logging.warning("run record %s skipped: %s", path, error)
+    return segments
+
+
+def _new_segment(record: str, first_step: int, run_start: float | None) -> dict:
+    """A segment that has not stopped: its record's name, steps and run_start (unix seconds)."""
+    return {
+        "record": record,
+        "first_step": first_step,
+        "last_step": first_step,
+        "run_start": run_start,
+        "run_stop": None,  # stays null for a segment killed without a run_stop
+        "seconds": 0.0,
+        "status": "running",
+        "reached_target": False,
+    }
+
+
 class _RewritingHandler(logging.Handler):
     """Keeps the log's lines and rewrites the file on each event (works on gs://, no append)."""
 
@@ -117,11 +195,13 @@ def _file_logger(path: str) -> logging.Logger:
 
 
 class RunRecorder:
-    """Writes the MLPerf log as events happen and the JSON record at every eval and the end.
+    """Writes the MLPerf log as events happen and the JSON record at run_start, after every
+    training block and evaluation, and at the end.
 
     The log passes MLPerf's compliance checker (training_1.0.0/common.yaml; see README.md):
     submission keys from gin `mlperf.*`, a block per training segment between evaluations,
-    an eval_start/eval_accuracy/eval_stop per evaluation round."""
+    an eval_start/eval_accuracy/eval_stop per evaluation round. A run resumed from a
+    checkpoint logs its own segment; its JSON record lists the earlier segments too."""
 
     def __init__(
         self,
@@ -147,10 +227,12 @@ class RunRecorder:
         self.record.host = f"{platform.node()} ({_cpu_name()}, "
         self.record.host += f"{os.cpu_count()} CPUs)"
         self.record.git_revision = git_revision()
-        self.json_path = f"{directory}/{stamp}.json"
+        self.directory, self.json_path = directory, f"{directory}/{stamp}.json"
         self.log_path = f"{directory}/{stamp}.mlperf.log"
         self._run_start: float | None = None
         self._block_first_epoch: float | None = None
+        self._block_stop_step = 0
+        self._segment = _new_segment(stamp, 0, None)
         if chief:
             tf.io.gfile.makedirs(directory)
             self.mllogger = MLLogger(logger=_file_logger(self.log_path))
@@ -163,13 +245,24 @@ class RunRecorder:
         if self.chief:
             getattr(self.mllogger, kind)(key=key, value=value, metadata=metadata)
 
-    def run_start(self, train_samples: int | None, eval_samples: int | None) -> None:
-        """None for a dataset of unknown size is logged as null (MLPerf's check is != '')."""
+    def run_start(
+        self, train_samples: int | None, eval_samples: int | None, first_step: int = 0
+    ) -> None:
+        """None for a dataset of unknown size is logged as null (MLPerf's check is != '');
+        first_step > 0: resumed from that checkpoint, after the earlier records' segments."""
         self._event("event", constants.TRAIN_SAMPLES, train_samples)
         self._event("event", constants.EVAL_SAMPLES, eval_samples)
         self._event("end", constants.INIT_STOP)
         self._event("start", constants.RUN_START)
         self._run_start = time.time()
+        start = round(self._run_start, 3)
+        self._segment = _new_segment(self._segment["record"], first_step, start)
+        earlier = []
+        if first_step and self.chief:
+            earlier = chain_segments(read_segments(self.directory, self.json_path), first_step)
+        self.record.resumed, self.record.resumed_from_step = first_step > 0, first_step or None
+        self.record.segments = [*earlier, self._segment]
+        self.write()
 
     def block_start(self, step: int, stop: int) -> None:
         """A training segment from `step` to `stop`, in MLPerf's epoch_num units."""
@@ -177,11 +270,14 @@ class RunRecorder:
         count = mlperf.epoch_num(self.clock, stop - step)  # the segment's length
         metadata = {constants.FIRST_EPOCH_NUM: first, constants.EPOCH_COUNT: count}
         self._event("start", constants.BLOCK_START, metadata=metadata)
-        self._block_first_epoch = first
+        self._block_first_epoch, self._block_stop_step = first, stop
 
     def block_stop(self) -> None:
+        """The segment trained to the block's last step (a preempted block never stops)."""
         metadata = {constants.FIRST_EPOCH_NUM: self._block_first_epoch}
         self._event("end", constants.BLOCK_STOP, metadata=metadata)
+        self._segment["last_step"] = max(self._segment["last_step"], self._block_stop_step)
+        self.write()
 
     def eval_start(self, step: int) -> None:
         metadata = {constants.EPOCH_NUM: mlperf.epoch_num(self.clock, step)}
@@ -205,6 +301,7 @@ class RunRecorder:
         self._event("end", constants.EVAL_STOP, metadata=epoch_num)
         epoch = self.clock.epoch(step)
         self.record.epochs, self.record.steps = epoch, step
+        self._segment["last_step"] = max(self._segment["last_step"], step)
         self.record.final_metrics.update(metrics)
         point = {"step": step, "epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}
         point["train"] = dict(self.record.train_logs)
@@ -212,15 +309,26 @@ class RunRecorder:
         self.write()
 
     def run_stop(self, success: bool, reached_target: bool = False) -> None:
-        """The run's end: success or aborted; time-to-accuracy only when it reached a target."""
+        """The run's end: success or aborted; time-to-accuracy only when it reached a target,
+        summed over its segments (time_to_target)."""
         status = constants.SUCCESS if success else constants.ABORTED
         self._event("end", constants.RUN_STOP, metadata={constants.STATUS: status})
         self.record.status = status
+        self._touch()
+        self._segment.update(status=status, reached_target=success and reached_target)
+        self._segment["run_stop"] = round(time.time(), 3)
         if success and reached_target:
-            self.record.time_to_accuracy_s = round(self.elapsed(), 3)
+            self.record.time_to_accuracy_s = round(time_to_target(self.record.segments), 3)
         self.write()
 
+    def _touch(self) -> None:
+        """The current segment's seconds so far, until its run_stop."""
+        if self._segment["run_stop"] is None:
+            self._segment["seconds"] = round(self.elapsed(), 3)
+
     def write(self) -> None:
+        """Rewrites the JSON record (chief only)."""
         if not self.chief:
             return
+        self._touch()
         write_atomically(self.json_path, json.dumps(asdict(self.record), indent=2, default=float))

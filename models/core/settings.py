@@ -22,6 +22,7 @@ import gin
 
 from models.core.durations import Clock
 from models.core.errors import UsageError
+from models.core.gin_types import check_field_types
 
 DEFAULT_EVALUATION = "validation"
 
@@ -38,6 +39,9 @@ class EvalSettings:
     every_epochs: float | None = None
     every_examples: int | None = None
     batch_size: int | None = None
+
+    def __post_init__(self):
+        check_field_types(self, "evaluation")
 
 
 @gin.configurable("train")
@@ -62,6 +66,12 @@ class TrainSettings:
     continuous_eval_timeout_s: float = 3600.0
 
     def __post_init__(self):
+        check_field_types(self, "train")
+        if self.max_checkpoints_to_keep < 1:
+            raise UsageError(
+                f"train.max_checkpoints_to_keep = {self.max_checkpoints_to_keep}: keep at least "
+                "1 (a run resumes from its latest checkpoint)"
+            )
         if self.evaluations is None:
             self.evaluations = {DEFAULT_EVALUATION: EvalSettings()}
         _check_evaluations(self.evaluations)

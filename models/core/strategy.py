@@ -12,10 +12,14 @@ import tensorflow as tf
 
 from models.core.cluster import multi_worker_strategy
 from models.core.errors import UsageError, first_line
+from models.core.gin_types import check_field_types
 from models.core.ports import check_reachable, split_address
 
 _DEVICE_SLICE = re.compile(r"^(cpu|gpu)-(\d+)$")
 _TPU_SLICE = re.compile(r"^v(\d+)[a-z]*-(\d+)$")
+# A simulated slice splits the host CPU into logical devices; TensorFlow creates them one by
+# one at start-up and took minutes (silently) for --slice=cpu-100000.
+MAX_SIMULATED_CPUS = 64
 
 
 def parse_slice(name: str) -> tuple[str, int]:
@@ -32,6 +36,11 @@ def parse_slice(name: str) -> tuple[str, int]:
 
 def _cpu_slice(count: int) -> tf.distribute.Strategy:
     """N logical CPU devices mirrored: real multi-replica semantics on one host."""
+    if count > MAX_SIMULATED_CPUS:
+        raise UsageError(
+            f"--slice=cpu-{count}: a simulated CPU slice has at most {MAX_SIMULATED_CPUS} "
+            "replicas (logical devices of this host)"
+        )
     cpu = tf.config.list_physical_devices("CPU")[0]
     if tf.config.get_logical_device_configuration(cpu) is None:
         try:
@@ -87,6 +96,9 @@ class TpuSettings:
 
     cores_per_replica: int = 1
 
+    def __post_init__(self):
+        check_field_types(self, "tpu")
+
     def device_assignment(self, topology) -> tf.tpu.experimental.DeviceAssignment | None:
         """None (one core per replica), else replicas of cores_per_replica cores each: the
         cores of one chip first, then chips along the torus's x and y axes."""
@@ -137,6 +149,7 @@ def build_strategy(
         kind, count = parse_slice(slice_name)
         if kind == "tpu":
             raise UsageError(f"--slice={slice_name} is a TPU slice: pass --tpu as well")
+        _check_strategy_fits_slice(strategy, slice_name, count)
         return _cpu_slice(count) if kind == "cpu" else _gpu_slice(count)
     if strategy == "multi_worker" or (strategy is None and os.environ.get("TF_CONFIG")):
         return multi_worker_strategy(cluster_timeout_s)
@@ -144,6 +157,16 @@ def build_strategy(
         return tf.distribute.MirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+
+
+def _check_strategy_fits_slice(strategy: str | None, slice_name: str, count: int) -> None:
+    """A cpu-N/gpu-N slice mirrors over its devices: --strategy may only agree with that."""
+    fits = strategy in (None, "mirrored") or (strategy == "one_device" and count == 1)
+    if not fits:
+        raise UsageError(
+            f"--strategy={strategy} contradicts --slice={slice_name} (a {count}-device "
+            "mirrored slice); drop one of the two flags"
+        )
 
 
 def check_slice_matches(slice_name: str | None, strategy: tf.distribute.Strategy) -> None:

@@ -41,6 +41,9 @@ class Task(abc.ABC):
     primary_metric: str = "accuracy"
     #: Metrics (last name part) where lower is better; every other metric: higher is better.
     lower_is_better: frozenset[str] = frozenset({"loss"})
+    #: (low, high) of metrics whose last name part ends with the key; a target outside it can
+    #: never be reached (accuracies, F1, mAP are fractions here, not percentages).
+    metric_ranges: dict[str, tuple[float, float]] = {"accuracy": (0.0, 1.0)}
 
     @abc.abstractmethod
     def build_models(self) -> Models:
@@ -110,6 +113,11 @@ class Task(abc.ABC):
     def is_lower_better(self, metric: str) -> bool:
         """Whether `metric` (bare or `<evaluation>/<metric>`) improves downwards."""
         return metric.rsplit("/", 1)[-1] in self.lower_is_better
+
+    def metric_range(self, metric: str) -> tuple[float, float] | None:
+        """The values `metric` can take, when the task knows them."""
+        name = metric.rsplit("/", 1)[-1]
+        return next((r for end, r in self.metric_ranges.items() if name.endswith(end)), None)
 
     def serving_signatures(self, models: Models) -> dict[str, tf.types.experimental.Function]:
         """tf.functions to export as SavedModel signatures; empty means export unsupported."""

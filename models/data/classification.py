@@ -5,15 +5,19 @@ One pipeline for every classifier: built-in digits by default, real ImageNet wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import gin
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 from official.vision.ops import augment
 
-from models.core.errors import UsageError, nearest
+from models.core.errors import UsageError, first_line, nearest
 from models.core.precision import DTYPES
 from models.data import builtin as builtin_datasets
 from models.data.color import COLOR_DISTORTIONS, distort_color
@@ -21,6 +25,7 @@ from models.data.imagenet_schema import (
     ENCODED,
     INFO_COUNT_KEYS,
     INFO_FILE,
+    JPEG_START,
     LABEL,
     LABEL_OFFSET,
     SPLITS,
@@ -30,8 +35,13 @@ AUGMENTATIONS = ("random_resized_crop", "none")
 AUGMENT_POLICIES = ("autoaugment", "randaugment")
 PAD_LABEL = -1
 LABEL_ERROR = "label out of range"  # Matched by models.core.errors; keep the text.
+IMAGE_ERROR = "cannot decode image/encoded as a JPEG"  # Matched ("decode") by core.errors.
+NOT_JPEG = f"{IMAGE_ERROR}: it does not start with the JPEG marker ff d8"
+_INFO_INTEGERS = ("num_classes", "label_offset", *INFO_COUNT_KEYS.values())
 _READ_BUFFER = 8 * 2**20
 _VALIDATE_BATCH = 256
+_SAMPLE_RECORDS = 2  # Images decoded per shard before training.
+_READ_THREADS = 16  # Shards opened at once by validate() (remote files cost a round trip each).
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
@@ -99,6 +109,85 @@ def _budgeted(files: Sequence[str], max_bytes: int) -> Iterator[str]:
             return
         yield path
         scanned += tf.io.gfile.stat(path).length
+
+
+def _read_info(path: str) -> dict:
+    """dataset_info.json as a dict ({} when absent); UsageError when it is malformed."""
+    if not tf.io.gfile.exists(path):
+        return {}
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            info = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(info, dict):
+        raise UsageError(f"{path} must hold a JSON object, not {type(info).__name__}")
+    for key in _INFO_INTEGERS:
+        value = info.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{path}: '{key}' must be an integer, got {value!r}")
+    return info
+
+
+def _head(path: str, count: int) -> list[bytes]:
+    """The first count records of a shard; UsageError when it is empty (0 bytes) or corrupt."""
+    if tf.io.gfile.stat(path).length == 0:
+        raise UsageError(f"TFRecord file {path} is empty (0 bytes); rewrite or delete it")
+    try:
+        return [record.numpy() for record in tf.data.TFRecordDataset(path).take(count)]
+    except tf.errors.DataLossError:
+        raise UsageError(f"TFRecord file {path} is truncated or corrupt") from None
+
+
+def _heads(files: Sequence[str], count: int) -> list[list[bytes]]:
+    """_head of every file, opened a few at a time; the first failing file (in order) raises."""
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        return list(pool.map(lambda path: _head(path, count), files))
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Discards what C code prints on file descriptor 2 meanwhile: libjpeg writes its own lines
+    about a corrupt image there, around TensorFlow's error (which the caller reports)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _image_problem(record: bytes) -> str | None:
+    """Why the pipeline could not decode this record's image, or None when it can."""
+    try:
+        values = tf.train.Example.FromString(record).features.feature[ENCODED].bytes_list.value
+    except DecodeError:
+        return "is not a tf.train.Example"
+    if not values:
+        return f"has no '{ENCODED}' feature"
+    if len(values) > 1:
+        return f"has {len(values)} '{ENCODED}' values, not one"
+    if not values[0].startswith(JPEG_START):
+        return f"{NOT_JPEG} (it starts with {values[0][:4].hex(' ') or 'nothing'})"
+    try:
+        with _quiet_stderr():  # the pipeline's order: the header first, then every pixel
+            tf.image.extract_jpeg_shape(values[0])
+            tf.io.decode_jpeg(values[0], channels=3)
+    except tf.errors.InvalidArgumentError as error:
+        return f"{IMAGE_ERROR}: {first_line(error)}"
+    return None
+
+
+def _check_images(path: str, records: Sequence[bytes]) -> None:
+    """UsageError naming the shard and index of the first record whose image does not decode."""
+    for index, record in enumerate(records):
+        problem = _image_problem(record)
+        if problem is not None:
+            raise UsageError(f"{path} record {index}: {problem}")
 
 
 @gin.configurable("classification_input")
@@ -177,7 +266,9 @@ class ClassificationInput:
             if self._data_dir is None:
                 self._resolved_dir = builtin_datasets.prepare(self.builtin)
             elif not tf.io.gfile.isdir(self._data_dir):
-                raise UsageError(f"--data_dir {self._data_dir} does not exist")
+                exists = tf.io.gfile.exists(self._data_dir)
+                what = "is not a directory" if exists else "does not exist"
+                raise UsageError(f"--data_dir {self._data_dir} {what}")
             else:
                 self._resolved_dir = self._data_dir
         return self._resolved_dir
@@ -196,14 +287,7 @@ class ClassificationInput:
     def dataset_info(self) -> dict:
         """Contents of data_dir/dataset_info.json ({} when absent)."""
         if self._info is None:
-            path = os.path.join(self.data_dir, INFO_FILE)
-            self._info = {}
-            if tf.io.gfile.exists(path):
-                try:
-                    with tf.io.gfile.GFile(path) as f:
-                        self._info = json.load(f)
-                except json.JSONDecodeError as error:
-                    raise UsageError(f"{path} is not valid JSON: {error}") from None
+            self._info = _read_info(os.path.join(self.data_dir, INFO_FILE))
         return self._info
 
     def num_examples(self, split: str) -> int:
@@ -292,7 +376,8 @@ class ClassificationInput:
     # ------------------------------------------------------------ per-example work
 
     def _parse(self, record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """(JPEG bytes, label - label_offset as int32), asserting the label is a valid class."""
+        """(JPEG bytes, label - label_offset as int32), asserting the label is a valid class
+        and the bytes start as a JPEG."""
         features = tf.io.parse_single_example(
             record,
             {
@@ -306,14 +391,16 @@ class ClassificationInput:
             f"{LABEL_ERROR} {self.num_classes} (label_offset {self.label_offset}: "
             f"record labels must be in [{low}, {high}))"
         )
+        jpeg = tf.equal(tf.strings.substr(features[ENCODED], 0, len(JPEG_START)), JPEG_START)
         checks = [
             tf.debugging.assert_non_negative(label, message=message),
             tf.debugging.assert_less(
                 label, tf.constant(self.num_classes, tf.int64), message=message
             ),
+            tf.debugging.Assert(jpeg, [NOT_JPEG]),  # before libjpeg prints its own lines
         ]
-        with tf.control_dependencies(checks):
-            return features[ENCODED], tf.cast(label, tf.int32)
+        with tf.control_dependencies(checks):  # identity: the bytes themselves wait for them
+            return tf.identity(features[ENCODED]), tf.cast(label, tf.int32)
 
     def _train_example(self, record: tf.Tensor, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """One augmented (image, label): crop and flip, colour distortion, policy."""
@@ -382,11 +469,34 @@ class ClassificationInput:
 
     # ------------------------------------------------------------ validation
 
-    def validate(self, max_bytes: int = 256 * 2**20, splits: Sequence[str] = SPLITS) -> None:
-        """Cheap pre-flight scan of labels and keys, so bad data fails in one line, not mid-run."""
+    def validate(
+        self,
+        max_bytes: int = 256 * 2**20,
+        splits: Sequence[str] = SPLITS,
+        sample_records: int = _SAMPLE_RECORDS,
+    ) -> None:
+        """Cheap pre-flight checks, so bad data fails in one line before a run writes anything:
+        the class count, no empty shard, labels and keys (files up to max_bytes of each split),
+        and that the first sample_records images of every shard decode."""
+        self._check_classes()
         for split in splits:
-            for path in _budgeted(self.files(split), max_bytes):
+            files = self.files(split)
+            heads = _heads(files, sample_records)
+            for path in _budgeted(files, max_bytes):
                 self._validate_file(path)
+            for path, records in zip(files, heads, strict=True):
+                _check_images(path, records)
+
+    def _check_classes(self) -> None:
+        """UsageError when dataset_info.json's num_classes or label_offset is not the recipe's."""
+        info, path = self.dataset_info(), os.path.join(self.data_dir, INFO_FILE)
+        for key, ours in (("num_classes", self.num_classes), ("label_offset", self.label_offset)):
+            theirs = info.get(key)
+            if theirs is not None and theirs != ours:
+                raise UsageError(
+                    f"{path} says {key} = {theirs} but classification_input.{key} = {ours}; "
+                    f"set --gin_param='classification_input.{key} = {theirs}'"
+                )
 
     def _validate_file(self, path: str) -> None:
         """Scans every record of one file; UsageError on corruption, missing keys, bad labels."""

@@ -25,6 +25,7 @@ SPLIT_PREFIXES = tuple(f"{split}-" for split in SPLITS)  # Shards: <split>-%05d-
 INFO_FILE = "dataset_info.json"
 INFO_COUNT_KEYS = {"train": "num_train_examples", "validation": "num_eval_examples"}
 JPEG_QUALITY = 95
+JPEG_START = b"\xff\xd8"  # Every JPEG starts with this start-of-image marker.
 
 
 def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:

@@ -11,6 +11,7 @@ from zoo_testing import PYTHON, REPO
 
 from benchmarks.records import INDEX, load_runs, mllog_timing, read_mllog
 from benchmarks.report import build_report, markdown_table
+from models.core.errors import UsageError
 
 
 def _event(time_ms, key, value=None, metadata=None, kind="POINT_IN_TIME"):
@@ -36,10 +37,11 @@ def _write_run(
     target: dict = TOP_1,
     stopped: str | None = None,
     curve: tuple[float, float] = (0.5, 0.98),
+    **record_fields,
 ):
     """A run as the harness leaves it: index entry, JSON record, MLPerf log (two evaluations
     of the target metric, when there is one). `stopped` is the run_stop status (default:
-    success when tta_s is given)."""
+    success when tta_s is given); record_fields go into the JSON record."""
     model_dir = out / run["family"] / run["recipe"] / run["model"] / slice_name / f"run-{repeat}"
     (model_dir / "records").mkdir(parents=True)
     status = stopped or ("success" if tta_s is not None else "aborted")
@@ -61,6 +63,7 @@ def _write_run(
     record = {**run, **target, "replicas": replicas, "global_batch_size": 32 * replicas}
     record.update(epochs=2.0, steps=20, examples_per_second=100.0 * replicas)
     record["time_to_accuracy_s"] = tta_s
+    record.update(record_fields)
     (model_dir / "records" / "1.json").write_text(json.dumps(record))
     entry = {**run, "slice": slice_name, "repeat": repeat}
     entry.update(model_dir=str(model_dir), exit_code=0)
@@ -165,3 +168,86 @@ def test_report_on_empty_dir_is_one_line_exit_2(tmp_path):
         [PYTHON, "-m", "benchmarks.report", str(tmp_path)], capture_output=True, text=True, cwd=REPO
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1
+
+
+def _report(out: Path) -> subprocess.CompletedProcess:
+    command = [PYTHON, "-m", "benchmarks.report", str(out)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_corrupt_index_line_is_one_line_exit_2(fixture_runs):
+    index = fixture_runs / INDEX
+    lines = index.read_text().splitlines()
+    lines[1] = lines[1][:25] + "}"
+    index.write_text("\n".join(lines) + "\n")
+    result = _report(fixture_runs)
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {index} line 2: not a JSON index entry (")
+
+
+def test_index_line_without_an_entry_is_one_line_exit_2(fixture_runs):
+    index = fixture_runs / INDEX
+    index.write_text(index.read_text() + '{"model": "resnet18"}\n[1, 2]\n')
+    result = _report(fixture_runs)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: {index} line 7: index entry without recipe, slice, repeat, model_dir"
+    ]
+
+
+def test_last_index_line_cut_short_is_skipped_with_a_warning(fixture_runs, capsys):
+    index = fixture_runs / INDEX
+    index.write_text(index.read_text() + '{"family": "resnet", "model": "res')  # no newline
+    assert len(load_runs(fixture_runs)) == 6
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {index} line 7 is cut short (a harness killed mid-write?); skipped"
+    ]
+    index.write_text(index.read_text() + "\n")  # a newline: written whole, so corrupt
+    with pytest.raises(UsageError, match=f"{index} line 7: not a JSON index entry"):
+        load_runs(fixture_runs)
+
+
+def test_corrupt_record_or_log_names_the_file(tmp_path):
+    log = _write_run(tmp_path, "cpu-1", 0, 1, 10.0)
+    record = log.with_name("1.json")
+    record.write_text(record.read_text()[:-10])
+    with pytest.raises(UsageError, match=f"^{record}: not a JSON run record"):
+        load_runs(tmp_path)
+    record.write_text("{}")
+    log.write_text(log.read_text() + ':::MLLOG {"key": "run_st\n')
+    with pytest.raises(UsageError, match=f"^{log} line 7: not an MLPerf event"):
+        load_runs(tmp_path)
+
+
+def test_rerun_into_the_same_out_counts_each_run_once(fixture_runs):
+    index = fixture_runs / INDEX
+    first = index.read_text().splitlines()[0]
+    index.write_text(index.read_text() + first + "\n")
+    assert len(load_runs(fixture_runs)) == 6
+
+
+def _segments(*spans: tuple[int, int, float, str]) -> list[dict]:
+    keys = ("first_step", "last_step", "seconds", "status")
+    return [dict(zip(keys, span, strict=True), reached_target=False) for span in spans]
+
+
+def test_resumed_run_is_timed_over_its_segments_and_shown_as_resumed(tmp_path):
+    _write_run(tmp_path, "cpu-1", 0, 1, 12.0)
+    segments = _segments((0, 10, 4.0, "aborted"), (10, 20, 6.5, "success"))
+    # Its MLPerf log times the last segment (6.5 s); its record sums both (10.5 s).
+    fields = {"segments": segments, "resumed": True, "resumed_from_step": 10}
+    _write_run(tmp_path, "cpu-1", 1, 1, 6.5, time_to_accuracy_s=10.5, **fields)
+    resumed = load_runs(tmp_path)[1]
+    assert resumed.resumed and resumed.time_to_accuracy_s == 10.5
+    assert resumed.curve == [(10.0, 0.5), (10.5, 0.98)]  # seconds since the first run_start
+    (table,) = build_report(str(tmp_path))["tables"]
+    row = table["rows"][0]
+    assert row["tta_median_s"] == 11.25
+    assert row["resumed"] == [{"seed": 1, "resumed_from_step": 10, "segments": segments}]
+    text = markdown_table(table)
+    assert "| cpu-1 | 1 | 32 | 2/2 (1 resumed) | 11.2 (10.5-12.0) |" in text
+    assert (
+        "cpu-1 seed 1 resumed at step 10, 2 segments (time summed over them): "
+        "steps 0-10 in 4.0 s (aborted), 10-20 in 6.5 s (success)"
+    ) in text

@@ -7,6 +7,7 @@ import io
 import math
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from models.core.errors import UsageError
-from models.data.classification import ClassificationInput
+from models.core.errors import UsageError, data_error_message
+from models.data.classification import NOT_JPEG, ClassificationInput
 from models.data.imagenet_schema import image_example
 
 SIZE = 16
@@ -37,6 +38,14 @@ def real_examples(dataset: tf.data.Dataset, steps: int) -> tuple[list[bytes], li
                 digests.append(hashlib.sha1(image.tobytes()).digest())
                 labels.append(int(label))
     return digests, labels
+
+
+def copy_shards(digits_dir: str, target: Path) -> Path:
+    """The built-in digits' TFRecord shards (without dataset_info.json) copied into target."""
+    target.mkdir(parents=True, exist_ok=True)
+    for shard in Path(digits_dir).glob("*-of-*"):
+        shutil.copy(shard, target)
+    return target
 
 
 def write_records(directory: Path, split: str, examples: list[tf.train.Example]) -> None:
@@ -191,6 +200,12 @@ def test_missing_data_dir(tmp_path: Path) -> None:
         make_input(str(tmp_path / "nowhere")).files("train")
 
 
+def test_data_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "train-00000-of-00001").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"--data_dir .*train-00000-of-00001 is not a directory"):
+        make_input(str(tmp_path / "train-00000-of-00001")).validate()
+
+
 def test_empty_data_dir(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--data_dir .* has no train files matching 'train-\*'"):
         make_input(str(tmp_path)).dataset("train", 8)
@@ -248,8 +263,9 @@ def test_validate_reports_missing_key(tmp_path: Path, key: str) -> None:
         make_input(str(tmp_path)).validate()
 
 
-def test_validate_reports_label_out_of_range(digits_dir: str) -> None:
-    data = ClassificationInput(data_dir=digits_dir, num_classes=9)
+def test_validate_reports_label_out_of_range(digits_dir: str, tmp_path: Path) -> None:
+    copy_shards(digits_dir, tmp_path)  # no dataset_info.json: the labels are the only clue
+    data = ClassificationInput(data_dir=str(tmp_path), num_classes=9)
     with pytest.raises(UsageError, match=r"has label 10 outside \[1, 10\) for num_classes=9"):
         data.validate()
 
@@ -259,3 +275,140 @@ def test_validate_always_scans_the_first_file_of_each_split(tmp_path: Path) -> N
     write_records(tmp_path, "validation", [digit_example(1), digit_example(0)])
     with pytest.raises(UsageError, match="validation-00000-of-00001 has label 0 outside"):
         make_input(str(tmp_path)).validate(max_bytes=0)
+
+
+# ---------------------------------------------------------------- validate(): dataset_info.json
+
+
+def test_validate_class_count_must_match_dataset_info(digits_dir: str) -> None:
+    data = ClassificationInput(data_dir=digits_dir, num_classes=1000)
+    message = (
+        r"digits-v1/dataset_info.json says num_classes = 10 but classification_input.num_classes"
+        r" = 1000; set --gin_param='classification_input.num_classes = 10'"
+    )
+    with pytest.raises(UsageError, match=message):
+        data.validate()
+
+
+def test_validate_label_offset_must_match_dataset_info(digits_dir: str) -> None:
+    with pytest.raises(UsageError, match=r"says label_offset = 1 but .*label_offset = 0; set "):
+        make_input(digits_dir, label_offset=0).validate()
+
+
+def test_validate_without_dataset_info_trusts_the_recipe(digits_dir: str, tmp_path: Path) -> None:
+    copy_shards(digits_dir, tmp_path)
+    make_input(str(tmp_path)).validate()
+    ClassificationInput(data_dir=str(tmp_path), num_classes=1000).validate()  # labels fit
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[10]", "must hold a JSON object, not list"),
+        ('{"num_classes": "ten"}', "'num_classes' must be an integer, got 'ten'"),
+        ('{"num_train_examples": 1.5}', "'num_train_examples' must be an integer, got 1.5"),
+        ("num_classes: 10", "is not valid JSON"),
+    ],
+)
+def test_malformed_dataset_info(digits_dir: str, tmp_path: Path, text: str, message: str) -> None:
+    (copy_shards(digits_dir, tmp_path) / "dataset_info.json").write_text(text)
+    with pytest.raises(UsageError, match=message):
+        make_input(str(tmp_path)).validate()
+
+
+# ---------------------------------------------------------------- validate(): shards and images
+
+
+def rewrite_shard(path: Path, change: Callable[[int, tf.train.Example], None]) -> None:
+    """Rewrites one shard, letting change(index, example) edit each record in place."""
+    examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(path))]
+    for index, example in enumerate(examples):
+        change(index, example)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for example in examples:
+            writer.write(example.SerializeToString())
+
+
+def set_image(example: tf.train.Example, encoded: bytes) -> None:
+    """Replaces the record's image/encoded bytes."""
+    example.features.feature["image/encoded"].bytes_list.value[0] = encoded
+
+
+def png_bytes() -> bytes:
+    """A PNG (the pipeline decodes JPEG only)."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (12, 20), 128).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def damaged_header(example: tf.train.Example) -> bytes:
+    """The record's own JPEG cut inside its header: it starts as a JPEG, libjpeg rejects it."""
+    return example.features.feature["image/encoded"].bytes_list.value[0][:200]
+
+
+def test_validate_reports_an_empty_shard(digits_dir: str, tmp_path: Path) -> None:
+    shutil.copytree(digits_dir, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "validation-00001-of-00002").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"validation-00001-of-00002 is empty \(0 bytes\)"):
+        make_input(str(tmp_path)).validate()
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        (lambda e: b"not a jpeg", f"{NOT_JPEG} \\(it starts with 6e 6f 74 20\\)"),
+        (lambda e: png_bytes(), r"ff d8 \(it starts with 89 50 4e 47\)"),
+        (lambda e: b"", r"ff d8 \(it starts with nothing\)"),
+        (damaged_header, r"cannot decode image/encoded as a JPEG: Invalid JPEG data, size 200$"),
+    ],
+    ids=["garbage", "png", "empty", "damaged header"],
+)
+def test_validate_decodes_the_first_images_of_every_shard(
+    digits_dir: str, tmp_path: Path, capfd, image, message: str
+) -> None:
+    shutil.copytree(digits_dir, tmp_path, dirs_exist_ok=True)
+    last = tmp_path / "train-00003-of-00004"  # beyond the byte budget below: only sampled
+    rewrite_shard(last, lambda i, e: set_image(e, image(e)) if i == 1 else None)
+    with pytest.raises(UsageError, match=r"train-00003-of-00004 record 1: .*" + message) as error:
+        make_input(str(tmp_path)).validate(max_bytes=0)
+    assert str(error.value).count("\n") == 0
+    assert capfd.readouterr().err == ""  # libjpeg's own lines are kept off the terminal
+
+
+def bad_after_sample(data: Path, split: str, image: Callable[[tf.train.Example], bytes]) -> None:
+    """Every record but the first two of each shard of split gets image(example) as its bytes."""
+    for shard in sorted(data.glob(f"{split}-*")):
+        rewrite_shard(shard, lambda i, e: set_image(e, image(e)) if i >= 2 else None)
+
+
+def first_error(data: ClassificationInput, split: str) -> tf.errors.OpError:
+    """The error the pipeline raises while reading one pass of split."""
+    with pytest.raises(tf.errors.OpError) as error:
+        for _ in data.dataset(split, 32, seed=0).take(100):
+            pass
+    return error.value
+
+
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_non_jpeg_after_the_sample_fails_the_pipeline_with_a_mapped_error(
+    digits_dir: str, tmp_path: Path, capfd, split: str
+) -> None:
+    shutil.copytree(digits_dir, tmp_path, dirs_exist_ok=True)
+    bad_after_sample(tmp_path, split, lambda e: b"not a jpeg")
+    data = make_input(str(tmp_path))
+    data.validate()  # the sample (two records a shard) misses it
+    error = first_error(data, split)
+    assert isinstance(error, tf.errors.InvalidArgumentError) and NOT_JPEG in error.message
+    assert data_error_message(error).startswith("an image in the records cannot be decoded: ")
+    assert "JPEG" not in capfd.readouterr().err  # checked before libjpeg sees the bytes
+
+
+def test_damaged_jpeg_after_the_sample_is_a_decode_error(digits_dir: str, tmp_path: Path) -> None:
+    shutil.copytree(digits_dir, tmp_path, dirs_exist_ok=True)
+    bad_after_sample(tmp_path, "validation", damaged_header)
+    data = make_input(str(tmp_path))
+    data.validate()
+    error = first_error(data, "validation")
+    assert isinstance(error, tf.errors.InvalidArgumentError)
+    assert "Invalid JPEG data, size 200" in error.message and "ExtractJpegShape" in error.message
+    assert data_error_message(error).startswith("an image in the records cannot be decoded: ")

@@ -139,14 +139,50 @@ def test_unreadable_image_leaves_no_partial_dataset(image_tree: Path, tmp_path: 
     assert list(out.iterdir()) == []  # no shards, finished or partial: the folder is reusable
     broken.unlink()
     convert(str(image_tree), str(out), train_shards=12, progress=False)
-    assert len(records(out, "train")) == 11
+    assert (len(records(out, "train")), len(records(out, "validation"))) == (8, 3)
 
 
-def test_cli_converts(image_tree: Path, tmp_path: Path) -> None:
+def test_cli_holds_out_a_stratified_validation_split_by_default(
+    image_tree: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     result = run_cli(f"--input_dir={image_tree}", f"--output_dir={out}", "--train_shards=2")
     assert result.returncode == 0, result.stderr
+    assert "wrote 8 train and 3 validation examples of 3 classes" in result.stdout
+    # 0.1 of 3 or 4 images rounds to none: each class still gives one.
+    assert sorted(r["image/class/label"] for r in records(out, "validation")) == [1, 2, 3]
+    assert len(records(out, "train")) == 8
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert (info["num_train_examples"], info["num_eval_examples"]) == (8, 3)
+
+
+def test_cli_validation_fraction_zero_writes_no_validation(
+    image_tree: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = run_cli(f"--input_dir={image_tree}", f"--output_dir={out}", "--validation_fraction=0")
+    assert result.returncode == 0, result.stderr
     assert len(records(out, "train")) == 11 and not list(out.glob("validation-*"))
+
+
+def test_cli_larger_fraction_is_stratified(tmp_path: Path) -> None:
+    for name in CLASSES:
+        for index in range(10):
+            save_image(tmp_path / "images" / name / f"{index}.jpg", COLOURS[name])
+    out = tmp_path / "out"
+    result = run_cli(
+        f"--input_dir={tmp_path / 'images'}", f"--output_dir={out}", "--validation_fraction=0.2"
+    )
+    assert result.returncode == 0, result.stderr
+    labels = sorted(r["image/class/label"] for r in records(out, "validation"))
+    assert labels == [1, 1, 2, 2, 3, 3] and len(records(out, "train")) == 24
+
+
+def test_help_documents_validation_fraction() -> None:
+    result = run_cli("--help")
+    text = " ".join((result.stdout + result.stderr).split())
+    assert "--validation_fraction" in text
+    assert "Default 0.1 without --validation_dir; 0 writes no validation split" in text
 
 
 @pytest.mark.parametrize(
@@ -181,3 +217,99 @@ def test_cli_bad_input_is_one_line(image_tree: Path, tmp_path: Path, case: str, 
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert re.search(message, lines[0]), lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess, message: str) -> None:
+    """Exit code 2, exactly one stderr line `error: ...` matching message, no traceback."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert re.search(message, lines[0]), lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def _empty_class(root: Path) -> None:
+    (root / "bird").mkdir()
+
+
+def _class_without_images(root: Path) -> None:
+    (root / "bird").mkdir()
+    (root / "bird" / "readme.txt").write_text("no images here")
+
+
+def _class_of_symlink_loops(root: Path) -> None:
+    (root / "bird").mkdir()
+    (root / "bird" / "loop").symlink_to("loop")
+    (root / "bird" / "other").symlink_to("again")
+    (root / "bird" / "again").symlink_to("other")
+
+
+def _image_symlink_loop(root: Path) -> None:
+    (root / "cat" / "looped.jpg").symlink_to("looped.jpg")
+
+
+def _class_folder_symlink_loop(root: Path) -> None:
+    (root / "bird").symlink_to("bird")
+
+
+def _class_folder_link_to_root(root: Path) -> None:
+    (root / "all").symlink_to(".")  # a loop through the tree: ROOT/all/all/...
+
+
+def _single_images(root: Path) -> None:
+    for name in CLASSES:
+        for extra in sorted((root / name).iterdir())[1:]:
+            extra.unlink()
+
+
+HYGIENE = {
+    "empty class folder": (_empty_class, r"class folder 'bird' has no .jpg/.jpeg/.png images"),
+    "class folder without images": (
+        _class_without_images,
+        r"class folder 'bird' has no .jpg/.jpeg/.png images",
+    ),
+    "class folder of symlink loops": (
+        _class_of_symlink_loops,
+        r"class folder 'bird' has no .jpg/.jpeg/.png images",
+    ),
+    "image that is a symlink loop": (
+        _image_symlink_loop,
+        r"images/cat has broken symlinks or symlink loops: looped.jpg",
+    ),
+    "class folder that is a symlink loop": (
+        _class_folder_symlink_loop,
+        r"images has broken symlinks or symlink loops: bird",
+    ),
+    "class folder linking back to the root": (
+        _class_folder_link_to_root,
+        r"class folder 'all' has no .jpg/.jpeg/.png images",
+    ),
+    "nothing to hold out": (_single_images, "no class with 2 or more images to hold out"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HYGIENE))
+def test_cli_refuses_folders_that_would_become_bad_classes(
+    image_tree: Path, tmp_path: Path, case: str
+) -> None:
+    make, message = HYGIENE[case]
+    make(image_tree)
+    out = tmp_path / "out"
+    assert_one_error_line(run_cli(f"--input_dir={image_tree}", f"--output_dir={out}"), message)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("inside", ["input", "validation", "input itself"])
+def test_cli_refuses_output_dir_inside_the_images(
+    image_tree: Path, tmp_path: Path, inside: str
+) -> None:
+    save_image(tmp_path / "val" / "fish" / "f.jpg", COLOURS["fish"])
+    folder = {"input": image_tree, "validation": tmp_path / "val", "input itself": image_tree}
+    out = folder[inside] if inside == "input itself" else folder[inside] / "tfrecords"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = run_cli(
+        f"--input_dir={image_tree}", f"--output_dir={out}", f"--validation_dir={tmp_path / 'val'}"
+    )
+    flag = "validation_dir" if inside == "validation" else "input_dir"
+    assert_one_error_line(result, f"--output_dir {out} is inside --{flag} ")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -116,8 +116,7 @@ class ImageClassificationTask(Task):
     def serving_signatures(self, models: Models):
         model = models["model"]
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
-        def serve(image_bytes):
+        def predict(image_bytes):
             images = tf.map_fn(
                 self.input.decode_for_serving,
                 image_bytes,
@@ -130,5 +129,16 @@ class ImageClassificationTask(Task):
                 "classes": tf.argmax(logits, axis=-1, output_type=tf.int32),
                 "probabilities": tf.nn.softmax(logits),
             }
+
+        def nothing():
+            return {
+                "classes": tf.zeros([0], tf.int32),
+                "probabilities": tf.zeros([0, self.input.num_classes], tf.float32),
+            }
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
+        def serve(image_bytes):
+            """classes and probabilities of each image; an empty batch gets empty answers."""
+            return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
 
         return {"serving_default": serve}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})
+DEFAULT_VALIDATION_FRACTION = 0.1  # Held out of each class when there is no --validation_dir.
 
 
 @dataclass(frozen=True)
@@ -49,18 +51,40 @@ def _require_dir(path: str | Path, flag: str) -> Path:
     return Path(path)
 
 
+def _is_image_name(path: Path) -> bool:
+    """Whether the name ends in .jpg/.jpeg/.png (any case)."""
+    return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def _entries(folder: Path, wanted: Callable[[Path], bool]) -> list[Path]:
+    """Sorted visible entries of folder that `wanted` accepts; UsageError when one of them is a
+    broken symlink or a symlink loop (it would silently be left out)."""
+    try:
+        entries = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and wanted(p))
+    except OSError as error:
+        raise UsageError(f"cannot list {folder}: {error.strerror or error}") from None
+    dangling = [p.name for p in entries if p.is_symlink() and not p.exists()]
+    if dangling:
+        more = ", ..." if len(dangling) > 3 else ""
+        raise UsageError(
+            f"{folder} has broken symlinks or symlink loops: {', '.join(dangling[:3])}{more}"
+        )
+    return entries
+
+
 def _class_dirs(root: Path) -> list[str]:
     """Sorted names of the visible subdirectories of root."""
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return [p.name for p in _entries(root, lambda p: True) if p.is_dir()]
 
 
 def _images(folder: Path) -> list[Path]:
-    """Sorted image files (.jpg/.jpeg/.png, any case) directly inside folder."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    """Sorted image files (.jpg/.jpeg/.png, any case, not hidden) directly inside folder."""
+    return [p for p in _entries(folder, _is_image_name) if p.is_file()]
 
 
 def _folder_items(root: Path, labels: dict[str, int], flag: str) -> list[ImageItem]:
-    """Items of a ROOT/<class>/<image> tree whose classes must all be known labels."""
+    """Items of a ROOT/<class>/<image> tree whose classes must all be known labels; every
+    --input_dir class folder must hold images (an empty one would still become a class)."""
     items = []
     for name in _class_dirs(root):
         if name not in labels:
@@ -68,7 +92,13 @@ def _folder_items(root: Path, labels: dict[str, int], flag: str) -> list[ImageIt
                 f"--{flag} {root} has class folder '{name}' that is not a class of "
                 f"--input_dir{nearest(name, labels)}"
             )
-        items += [ImageItem(path, labels[name], name) for path in _images(root / name)]
+        images = _images(root / name)
+        if not images and flag == "input_dir":
+            raise UsageError(
+                f"--input_dir {root} class folder '{name}' has no .jpg/.jpeg/.png images; "
+                "add images or remove the folder"
+            )
+        items += [ImageItem(path, labels[name], name) for path in images]
     if not items:
         raise UsageError(f"--{flag} {root} has no .jpg/.jpeg/.png images in class subfolders")
     return items
@@ -99,13 +129,14 @@ def _labelled_items(folder: Path, labels_file: str, labels: dict[str, int]) -> l
 def _fraction_split(
     items: list[ImageItem], fraction: float, seed: int
 ) -> tuple[list[ImageItem], list[ImageItem]]:
-    """Stratified split: round(fraction * n) images of each class go to validation."""
+    """Stratified split: round(fraction * n) images of each class go to validation, at least
+    one and never all of them (a class of one image stays in train)."""
     rng = random.Random(seed)
     train, validation = [], []
     for label in sorted({item.label for item in items}):
         group = [item for item in items if item.label == label]
         rng.shuffle(group)
-        count = round(fraction * len(group))
+        count = min(max(1, round(fraction * len(group))), len(group) - 1)
         validation += sorted(group[:count], key=lambda item: item.path)
         train += group[count:]
     return train, validation
@@ -115,11 +146,16 @@ def plan(
     input_dir: str,
     validation_dir: str | None = None,
     validation_labels: str | None = None,
-    validation_fraction: float = 0.0,
+    validation_fraction: float | None = None,
     seed: int = 0,
 ) -> tuple[list[str], list[ImageItem], list[ImageItem]]:
-    """(classes, train items in shuffled order, validation items) for the given layout."""
+    """(classes, train items in shuffled order, validation items) for the given layout.
+
+    Without validation_dir, validation_fraction (default DEFAULT_VALIDATION_FRACTION) of each
+    class is held out; 0 writes no validation split."""
     _check_validation_flags(validation_dir, validation_labels, validation_fraction)
+    if validation_fraction is None:
+        validation_fraction = 0.0 if validation_dir else DEFAULT_VALIDATION_FRACTION
     root = _require_dir(input_dir, "input_dir")
     classes = _class_dirs(root)
     if not classes:
@@ -140,20 +176,40 @@ def plan(
         validation = _folder_items(folder, labels, "validation_dir")
     elif validation_fraction > 0:
         train, validation = _fraction_split(train, validation_fraction, seed)
+        if not validation:
+            raise UsageError(
+                f"--input_dir {root} has no class with 2 or more images to hold out for "
+                "validation; add images, pass --validation_dir, or --validation_fraction=0"
+            )
     random.Random(seed).shuffle(train)
     return classes, train, validation
 
 
 def _check_validation_flags(
-    validation_dir: str | None, validation_labels: str | None, validation_fraction: float
+    validation_dir: str | None, validation_labels: str | None, validation_fraction: float | None
 ) -> None:
     """UsageError for contradictory validation options."""
-    if not 0.0 <= validation_fraction < 1.0:
+    fraction = validation_fraction or 0.0
+    if not 0.0 <= fraction < 1.0:
         raise UsageError(f"--validation_fraction must be in [0, 1), got {validation_fraction}")
     if validation_labels and not validation_dir:
         raise UsageError("--validation_labels needs --validation_dir (the folder it labels)")
-    if validation_dir and validation_fraction > 0:
+    if validation_dir and fraction > 0:
         raise UsageError("pass either --validation_dir or --validation_fraction, not both")
+
+
+def _check_output_dir(output_dir: str, *inputs: tuple[str, str | None]) -> None:
+    """UsageError when output_dir lies inside an input folder: a later run would read its
+    shards' folder as a class (local paths only; gs:// and other URLs cannot overlap them)."""
+    if "://" in output_dir:
+        return
+    output = Path(os.path.realpath(output_dir))
+    for flag, folder in inputs:
+        if folder and Path(folder).is_dir() and output.is_relative_to(os.path.realpath(folder)):
+            raise UsageError(
+                f"--output_dir {output_dir} is inside --{flag} {folder}; write the "
+                "TFRecords outside the images"
+            )
 
 
 # ---------------------------------------------------------------- conversion
@@ -195,7 +251,7 @@ def convert(
     output_dir: str,
     validation_dir: str | None = None,
     validation_labels: str | None = None,
-    validation_fraction: float = 0.0,
+    validation_fraction: float | None = None,
     train_shards: int = 8,
     validation_shards: int = 2,
     seed: int = 0,
@@ -204,6 +260,7 @@ def convert(
     """Writes train/validation shards and dataset_info.json; returns the info written."""
     if train_shards < 1 or validation_shards < 1:
         raise UsageError("--train_shards and --validation_shards must be at least 1")
+    _check_output_dir(output_dir, ("input_dir", input_dir), ("validation_dir", validation_dir))
     classes, train, validation = plan(
         input_dir, validation_dir, validation_labels, validation_fraction, seed
     )
@@ -244,7 +301,11 @@ def define_flags() -> None:
         "(imagenet_to_gcs synset_labels.txt).",
     )
     flags.DEFINE_float(
-        "validation_fraction", 0.0, "Without --validation_dir: share of each class held out."
+        "validation_fraction",
+        None,
+        "Share of each class's images held out as the validation split (stratified; at least "
+        f"one of each class of 2 or more images). Default {DEFAULT_VALIDATION_FRACTION} "
+        "without --validation_dir; 0 writes no validation split.",
     )
     flags.DEFINE_integer("train_shards", 8, "Number of train-*-of-* TFRecord files.")
     flags.DEFINE_integer("validation_shards", 2, "Number of validation-*-of-* TFRecord files.")
