@@ -72,7 +72,9 @@ def checkpoint_files(model_dir) -> dict[str, bytes]:
     if not root.exists():
         return {}
     names = ("ckpt", "checkpoint")
-    return {p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(names)}
+    return {
+        p.name: p.read_bytes() for p in root.iterdir() if p.name.startswith(names) and p.is_file()
+    }
 
 
 def latest_step(model_dir) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import signal
+import tempfile
 from collections.abc import Callable, Iterator
 
 import tensorflow as tf
@@ -34,8 +36,14 @@ class ResumingCheckpointManager(tf.train.CheckpointManager):
     training at step 0, whose saves would overwrite the intact checkpoints."""
 
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, resume_from, **kwargs):
-        with quiet_tensorflow():  # a damaged state file makes TensorFlow warn
-            super().__init__(checkpoint, directory, **kwargs)
+        try:
+            with quiet_tensorflow():  # a damaged state file makes TensorFlow warn
+                super().__init__(checkpoint, directory, **kwargs)
+        except UnicodeDecodeError:  # a state file that is not even text: read none
+            with tempfile.TemporaryDirectory() as empty:
+                super().__init__(checkpoint, empty, **kwargs)
+            self._directory = directory
+            self._checkpoint_prefix = os.path.join(directory, kwargs.get("checkpoint_name", "ckpt"))
         self._latest_checkpoint = resume_from
 
     @property

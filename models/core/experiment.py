@@ -322,6 +322,8 @@ class Experiment:
         """Train to each evaluation's cadence until the last step or the target;
         (metrics, reached, step)."""
         plan, metrics, reached = self.plan, {}, False
+        if step and evaluate and self.target is not None:  # a rerun of a run that stopped at
+            reached = self._round(step, plan.due(step), metrics)  # its target trains no more
         while step < plan.total_steps and not reached:
             stop = plan.next_stop(step)
             self.recorder.block_start(step, stop)

@@ -51,6 +51,15 @@ def _bad_gin_file(tmp_path) -> list[str]:
 
 BAD_INPUT = {
     "wrong-typed gin value": (["--gin_param=train.epochs = 'two'"], "train.epochs = 'two'"),
+    "slice beyond the host": (["--slice=cpu-100000"], "at most 64"),
+    "strategy against slice": (
+        ["--strategy=one_device", "--slice=cpu-2"],
+        "--strategy=one_device contradicts --slice=cpu-2",
+    ),
+    "huge gin binding": ([f"--gin_param=train.epochs = {'1' * 100_000}x"], "characters cut"),
+}
+# Cases found only after the data and model are built (~10 s more each): `make test` only.
+BAD_INPUT_LATE = {
     "wrong-typed function argument": (
         ["--gin_param=learning_rate.base_lr = 'high'"],
         "learning_rate has the wrong type",
@@ -59,16 +68,15 @@ BAD_INPUT = {
     "batch of 0": (["--gin_param=train.global_batch_size = 0"], "positive whole number"),
     "negative batch": (["--gin_param=train.global_batch_size = -8"], "positive whole number"),
     "accuracy target above 1": (["--target_value=2.0"], "lies in [0, 1]"),
-    "slice beyond the host": (["--slice=cpu-100000"], "at most 64"),
-    "strategy against slice": (
-        ["--strategy=one_device", "--slice=cpu-2"],
-        "--strategy=one_device contradicts --slice=cpu-2",
-    ),
-    "huge gin binding": ([f"--gin_param=train.epochs = {'1' * 100_000}x"], "characters cut"),
 }
+CASES = [
+    *sorted(BAD_INPUT),
+    *(pytest.param(case, marks=pytest.mark.slow) for case in sorted(BAD_INPUT_LATE)),
+]
+BAD_INPUT.update(BAD_INPUT_LATE)
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+@pytest.mark.parametrize("case", CASES)
 def test_bad_input_is_one_line_and_leaves_checkpoints_intact(case, with_checkpoints, cli_env):
     args, expected = BAD_INPUT[case]
     before = checkpoint_files(with_checkpoints)
@@ -155,7 +163,8 @@ def test_a_damaged_state_file_resumes_from_the_newest_checkpoint(
 def test_a_signal_saves_and_a_second_run_is_refused_meanwhile(signum, code, tmp_path, cli_env):
     """SIGTERM (preemption) and Ctrl-C alike save at the next loop boundary; while the run
     lives, another run on its model_dir is refused (its lock)."""
-    command = resnet_command(tmp_path, "--gin_param=train.checkpoint_every_steps=100000")
+    long_run = ("--mode=train", "--gin_param=train.epochs = 200")  # still running when checked
+    command = resnet_command(tmp_path, "--gin_param=train.checkpoint_every_steps=100000", *long_run)
     process = subprocess.Popen(
         command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -185,3 +194,26 @@ def test_sigterm_during_start_up_says_so(tmp_path, cli_env):
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 143
     assert "SIGTERM: " in stdout + stderr and "Traceback" not in stderr
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """An 8 MiB tmpfs (room for one 5.7 MB checkpoint of the default recipe, not two)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)])
+    if done.returncode:
+        pytest.skip("needs root to mount a tmpfs")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)])
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(small_disk, cli_env):
+    model_dir = small_disk / "model"
+    args = ("--mode=train", "--gin_param=train.epochs = 3")
+    result = run_resnet(model_dir, *args, env=cli_env, timeout=600)
+    assert _one_error_line(result), result.stderr[-3000:]
+    assert "no space left on device" in result.stderr.lower()
+    assert "ckpt-22.index" in checkpoint_files(model_dir)
+    assert _restores_every_checkpoint(model_dir)

@@ -39,6 +39,19 @@ def test_default_recipe_reaches_target(trained):
 
 
 @pytest.mark.target
+def test_rerun_of_a_run_that_reached_its_target_trains_no_more(trained):
+    model_dir, _, env = trained
+    first = latest_record(model_dir)
+    rerun = run_resnet(model_dir, env=env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"resumed from checkpoint at step {first['steps']}" in rerun.stdout
+    record = latest_record(model_dir)
+    assert record["resumed"] and record["steps"] == first["steps"]
+    assert record["time_to_accuracy_s"] == first["time_to_accuracy_s"]
+    assert len(record["segments"]) == 2
+
+
+@pytest.mark.target
 def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
     model_dir, _, env = trained
     result = run_resnet(model_dir, "--mode=export", env=env)
@@ -55,6 +68,8 @@ out = serve(image_bytes=tf.stack([e["image/encoded"] for e in examples]))
 labels = [int(e["image/class/label"]) - 1 for e in examples]
 right = sum(int(c) == l for c, l in zip(out["classes"].numpy(), labels))
 print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == labels[0])
+empty = serve(image_bytes=tf.constant([], tf.string))
+print("empty", empty["classes"].shape.as_list(), empty["probabilities"].shape.as_list())
 """
     # A fresh process that imports no project code: only TensorFlow and the SavedModel.
     out = subprocess.run(
@@ -68,6 +83,7 @@ print("correct", right, "of", len(labels), "first", int(out["classes"][0]) == la
     right, total = map(int, re.search(r"correct (\d+) of (\d+)", out.stdout).groups())
     assert right / total >= 0.9
     assert "first True" in out.stdout
+    assert "empty [0] [0, 10]" in out.stdout  # an empty batch gets empty answers
 
 
 @pytest.mark.target
