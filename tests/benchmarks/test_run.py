@@ -82,6 +82,7 @@ def test_a_family_as_model_is_one_line_exit_2(tmp_path, cli_env):
     assert line.startswith("error: --model=resnet is a family: --model names a variant")
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_makes_the_harness_exit_1_and_say_why(tmp_path, cli_env):
     result = _harness("--slices=cpu-3", "--repeats=1", f"--out={tmp_path}", env=cli_env)
     assert result.returncode == 1, result.stderr[-3000:]

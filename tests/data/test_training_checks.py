@@ -89,6 +89,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_data_fails_before_training_writes_anything(
     case: str, digits_dir: str, tmp_path: Path, cli_env: dict

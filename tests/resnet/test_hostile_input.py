@@ -94,7 +94,9 @@ def test_a_gin_syntax_error_names_its_file(tmp_path, cli_env):
     assert _one_error_line(result) and "broken.gin" in result.stderr
 
 
-@pytest.mark.parametrize("missing", ["index", "data-00000-of-00001"])
+@pytest.mark.parametrize(
+    "missing", ["index", pytest.param("data-00000-of-00001", marks=pytest.mark.slow)]
+)
 def test_an_incomplete_newest_checkpoint_is_one_line(missing, with_checkpoints, cli_env):
     (with_checkpoints / f"ckpt-44.{missing}").unlink()
     before = checkpoint_files(with_checkpoints)
@@ -109,6 +111,7 @@ def test_an_unwritable_model_dir_is_one_line(cli_env):
     assert _one_error_line(result) and "cannot write to it" in result.stderr
 
 
+@pytest.mark.slow
 def test_continuous_eval_with_no_checkpoint_is_one_line(tmp_path, cli_env):
     timeout = "--gin_param=train.continuous_eval_timeout_s = 1"
     result = run_resnet(tmp_path, "--mode=continuous_eval", timeout, env=cli_env)
