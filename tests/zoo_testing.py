@@ -94,3 +94,25 @@ def wait_for(predicate: Callable[[], bool], process: subprocess.Popen, timeout: 
         assert process.poll() is None, process.communicate()[1][-3000:]
         time.sleep(0.2)
     raise AssertionError("timed out")
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The single `error: ...` line of a run that exited with code 2 and no traceback."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
+    return lines[0]
+
+
+def restorable_checkpoints(model_dir) -> list[str]:
+    """Every ckpt-<step> prefix in model_dir, each opened and read in full (TensorFlow's
+    reader, no model needed)."""
+    import tensorflow as tf
+
+    prefixes = sorted(str(p.with_suffix("")) for p in Path(model_dir).glob("ckpt-*.index"))
+    for prefix in prefixes:
+        reader = tf.train.load_checkpoint(prefix)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    return prefixes

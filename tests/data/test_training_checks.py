@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
 from PIL import Image
-from zoo_testing import checkpoint_files, run_model
+from zoo_testing import checkpoint_files, one_error_line, run_model
 
 from models.data.convert.image_folder import convert
-
-
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    """The single `error: ...` line of a run that exited with code 2 and no traceback."""
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
-    return lines[0]
 
 
 def assert_nothing_written(model_dir: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 from cli import checkpoint_files, run_resnet
+from zoo_testing import one_error_line
 
 from models.core.ports import free_ports
 
@@ -99,7 +100,7 @@ def test_bad_input_one_line_exit_2_no_checkpoint(case, tmp_path, digits_dir, cli
     make_args, expected = CASES[case]
     model_dir = tmp_path / "model"
     result = run_resnet(model_dir, *make_args(digits_dir, tmp_path), env=cli_env, timeout=300)
-    assert _one_error_line(result), result.stderr[-3000:]
+    assert one_error_line(result), result.stderr[-3000:]
     assert expected in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert checkpoint_files(model_dir) == {}
@@ -119,7 +120,7 @@ def test_bad_input_leaves_existing_checkpoint_untouched(tmp_path, cli_env):
     assert checkpoint_files(model_dir) == before
     # A checkpoint another recipe wrote, and a damaged one: one line each, nothing rewritten.
     wider = run_resnet(model_dir, "--gin_param=resnet.width_multiplier = 2", env=cli_env)
-    assert _one_error_line(wider) and "does not fit this model and recipe" in wider.stderr
+    assert one_error_line(wider) and "does not fit this model and recipe" in wider.stderr
     assert checkpoint_files(model_dir) == before
     damaged = tmp_path / "damaged"
     shutil.copytree(model_dir, damaged)
@@ -127,13 +128,8 @@ def test_bad_input_leaves_existing_checkpoint_untouched(tmp_path, cli_env):
         data.write_bytes(data.read_bytes()[:1000])
     damaged_files = checkpoint_files(damaged)
     broken = run_resnet(damaged, "--mode=eval", env=cli_env)
-    assert _one_error_line(broken) and "cannot be read" in broken.stderr
+    assert one_error_line(broken) and "cannot be read" in broken.stderr
     assert checkpoint_files(damaged) == damaged_files
-
-
-def _one_error_line(result) -> bool:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    return result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
 
 
 def test_unknown_target_metric_fails_before_training(tmp_path, cli_env):

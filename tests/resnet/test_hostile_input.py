@@ -11,24 +11,9 @@ import subprocess
 import pytest
 import tensorflow as tf
 from cli import checkpoint_files, resnet_command, run_resnet
-from zoo_testing import wait_for
+from zoo_testing import one_error_line, restorable_checkpoints, wait_for
 
 from models.core.errors import MAX_LINE
-
-
-def _one_error_line(result) -> bool:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    return result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
-
-
-def _restores_every_checkpoint(model_dir) -> bool:
-    """Each checkpoint's index and data read in full (TensorFlow's reader, no model needed)."""
-    prefixes = sorted(str(p.with_suffix("")) for p in model_dir.glob("ckpt-*.index"))
-    for prefix in prefixes:
-        reader = tf.train.load_checkpoint(prefix)
-        for name in reader.get_variable_to_shape_map():
-            reader.get_tensor(name)
-    return bool(prefixes)
 
 
 @pytest.fixture()
@@ -81,17 +66,17 @@ def test_bad_input_is_one_line_and_leaves_checkpoints_intact(case, with_checkpoi
     args, expected = BAD_INPUT[case]
     before = checkpoint_files(with_checkpoints)
     result = run_resnet(with_checkpoints, *args, env=cli_env, timeout=300)
-    assert _one_error_line(result), result.stderr[-3000:]
+    assert one_error_line(result), result.stderr[-3000:]
     assert expected in result.stderr
     assert len(result.stderr.strip()) <= len("error: ") + MAX_LINE
     assert "Traceback" not in result.stdout + result.stderr
     assert checkpoint_files(with_checkpoints) == before
-    assert _restores_every_checkpoint(with_checkpoints)
+    assert restorable_checkpoints(with_checkpoints)
 
 
 def test_a_gin_syntax_error_names_its_file(tmp_path, cli_env):
     result = run_resnet(tmp_path / "model", *_bad_gin_file(tmp_path), env=cli_env)
-    assert _one_error_line(result) and "broken.gin" in result.stderr
+    assert one_error_line(result) and "broken.gin" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -101,21 +86,21 @@ def test_an_incomplete_newest_checkpoint_is_one_line(missing, with_checkpoints, 
     (with_checkpoints / f"ckpt-44.{missing}").unlink()
     before = checkpoint_files(with_checkpoints)
     result = run_resnet(with_checkpoints, "--mode=train", env=cli_env, timeout=300)
-    assert _one_error_line(result), result.stderr[-3000:]
+    assert one_error_line(result), result.stderr[-3000:]
     assert "ckpt-44 is incomplete" in result.stderr and "ckpt-22" in result.stderr
     assert checkpoint_files(with_checkpoints) == before
 
 
 def test_an_unwritable_model_dir_is_one_line(cli_env):
     result = run_resnet("/proc/self", "--mode=train", env=cli_env, timeout=300)
-    assert _one_error_line(result) and "cannot write to it" in result.stderr
+    assert one_error_line(result) and "cannot write to it" in result.stderr
 
 
 @pytest.mark.slow
 def test_continuous_eval_with_no_checkpoint_is_one_line(tmp_path, cli_env):
     timeout = "--gin_param=train.continuous_eval_timeout_s = 1"
     result = run_resnet(tmp_path, "--mode=continuous_eval", timeout, env=cli_env)
-    assert _one_error_line(result) and "no checkpoint appeared" in result.stderr
+    assert one_error_line(result) and "no checkpoint appeared" in result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +143,7 @@ def test_a_damaged_state_file_resumes_from_the_newest_checkpoint(
     after = checkpoint_files(model_dir)
     assert {k: after[k] for k in kept} == kept
     assert "ckpt-66.index" in after
-    assert _restores_every_checkpoint(model_dir)
+    assert restorable_checkpoints(model_dir)
 
 
 @pytest.mark.slow
@@ -173,14 +158,14 @@ def test_a_signal_saves_and_a_second_run_is_refused_meanwhile(signum, code, tmp_
     )
     wait_for(lambda: (tmp_path / "operative_config.gin").exists(), process)
     second = run_resnet(tmp_path, env=cli_env, timeout=300)
-    assert _one_error_line(second) and "in use by another run" in second.stderr
+    assert one_error_line(second) and "in use by another run" in second.stderr
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == code, stderr[-3000:]
     assert f"{signal.Signals(signum).name}: checkpoint saved at step" in stdout
     assert "Traceback" not in stderr
     assert not (tmp_path / "run.lock").exists()
-    assert _restores_every_checkpoint(tmp_path)
+    assert restorable_checkpoints(tmp_path)
 
 
 @pytest.mark.slow
@@ -216,7 +201,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(sma
     model_dir = small_disk / "model"
     args = ("--mode=train", "--gin_param=train.epochs = 3")
     result = run_resnet(model_dir, *args, env=cli_env, timeout=600)
-    assert _one_error_line(result), result.stderr[-3000:]
+    assert one_error_line(result), result.stderr[-3000:]
     assert "no space left on device" in result.stderr.lower()
     assert "ckpt-22.index" in checkpoint_files(model_dir)
-    assert _restores_every_checkpoint(model_dir)
+    assert restorable_checkpoints(model_dir)

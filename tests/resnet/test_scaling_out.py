@@ -10,9 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import tensorflow as tf
 from cli import latest_record, resnet_command, run_resnet
-from zoo_testing import PYTHON, latest_step, wait_for
+from zoo_testing import PYTHON, latest_step, restorable_checkpoints, wait_for
 
 # Two workers at the default recipe's global batch (64: 32 per worker) against one process at
 # 64: the same examples per step, a different input order and BN statistics per worker, so
@@ -35,11 +34,7 @@ def _children(pid: int) -> list[int]:
 
 def _checkpoints_readable(model_dir: Path) -> list[str]:
     """Every checkpoint in model_dir, each opened and read in full; no temporary leftovers."""
-    prefixes = sorted(str(p.with_suffix("")) for p in model_dir.glob("ckpt-*.index"))
-    for prefix in prefixes:
-        reader = tf.train.load_checkpoint(prefix)
-        for name in reader.get_variable_to_shape_map():
-            reader.get_tensor(name)
+    prefixes = restorable_checkpoints(model_dir)
     assert not list(model_dir.glob("*temp*")), list(model_dir.iterdir())
     return prefixes
 
