@@ -50,6 +50,34 @@ class ResumingCheckpointManager(tf.train.CheckpointManager):
     def latest_checkpoint(self) -> str | None:
         return self._latest_checkpoint
 
+    def save(self, checkpoint_number=None, check_interval: bool = True, options=None):
+        """Saves; a save that fails (a full disk) removes what it wrote and says which
+        checkpoint the run would resume from."""
+        before = set(tf.io.gfile.glob(f"{self._checkpoint_prefix}-*"))
+        try:
+            return super().save(checkpoint_number, check_interval, options)
+        except (tf.errors.OpError, OSError) as error:
+            for path in set(tf.io.gfile.glob(f"{self._checkpoint_prefix}-*")) - before:
+                _remove(path)
+            reason = first_line(error)
+            if "No space left on device" in reason:  # TensorFlow names its own temp file
+                reason = "no space left on device"
+            kept = (intact_checkpoints(self.directory) or [None])[-1]
+            resume = f"rerun to resume from {kept}" if kept else "rerun to start afresh"
+            raise UsageError(
+                f"cannot save a checkpoint in {self.directory} ({reason}); nothing of it was "
+                f"kept: free space or fix the directory, then {resume}"
+            ) from None
+
+
+def _remove(path: str) -> None:
+    """Deletes a file or a directory tree, whatever is left of it."""
+    with contextlib.suppress(tf.errors.OpError, OSError):
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
+
 
 def build_manager(
     model_dir: str,
@@ -164,6 +192,17 @@ def checkpoint_must_fit(model_dir: str):
     except (tf.errors.DataLossError, tf.errors.NotFoundError, IndexError) as error:
         fix = "restore an intact copy, or use a fresh --model_dir"
         raise _unusable(model_dir, error, "cannot be read", fix) from None
+
+
+def restore_built(checkpoint: tf.train.Checkpoint, path: str) -> None:
+    """Restores path for evaluation or export, where every variable already built must come
+    from it: a checkpoint of another model would otherwise leave the weights as initialised
+    and be evaluated or exported without a word. Raises ValueError when one does not."""
+    status = checkpoint.restore(path).expect_partial()
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError:
+        raise ValueError("the built model's variables are not all in it") from None
 
 
 def _unusable(model_dir: str, error: Exception, what: str, fix: str) -> Exception:

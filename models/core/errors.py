@@ -130,6 +130,13 @@ def stop_on_signals() -> None:
         signal.signal(signum, stop)
 
 
+def exit_on_signals(what: str) -> None:
+    """Until replaced, SIGTERM and Ctrl-C print `SIGTERM: <what>` and exit 128 + signal; for
+    start-up, where no exception boundary is in place yet."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda number, frame: _stopped(number, what))
+
+
 def _stopped(signum: int, what: str) -> NoReturn:
     name = signal.Signals(signum).name
     print(f"{name}: {what}", file=sys.stderr, flush=True)

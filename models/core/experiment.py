@@ -60,8 +60,8 @@ class Experiment:
             resolve_checkpoint(settings.init_checkpoint)  # a wrong path fails before building
         if settings.synthetic_input and options.mode != "train":
             raise UsageError("train.synthetic_input trains on made-up data: use --mode=train")
-        if self.training and not settings.synthetic_input:
-            task.validate_data()
+        if not settings.synthetic_input and options.mode != "export":
+            task.validate_data(self._splits_read())
         self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
         self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
         self.target = self._target()
@@ -93,6 +93,13 @@ class Experiment:
         self._check_target_metric()
 
     # ------------------------------------------------------------------ building
+
+    def _splits_read(self) -> list[str]:
+        """The splits this mode reads: train when training, the evaluations' when evaluating."""
+        splits = ["train"] if self.training else []
+        if self.options.mode in EVALUATING_MODES:
+            splits += sorted({e.split for e in self.settings.evaluations.values()} - {"train"})
+        return splits
 
     def _sizes_if_known(self, split: str) -> int | None:
         """Split sizes for synthetic input: the task's where it knows them (the recipe says,
@@ -262,7 +269,7 @@ class Experiment:
 
     def _restore(self, path: str) -> None:
         with ckpt.checkpoint_must_fit(self.options.model_dir), self.strategy.scope():
-            self.manager.checkpoint.restore(path).expect_partial()
+            ckpt.restore_built(self.manager.checkpoint, path)
 
     def _evaluate(self, evaluations) -> dict:
         """Runs the given evaluations; their metrics, merged."""

@@ -21,6 +21,7 @@ A task owns its models, inputs, per-replica train and eval steps and metrics:
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -72,8 +73,9 @@ class Task(abc.ABC):
         """Examples in one epoch of `split`; None when unknown (the recipe trains by steps
         and evaluation reads the split until it ends)."""
 
-    def validate_data(self) -> None:  # noqa: B027 - optional hook
-        """Checks the data cheaply before anything is trained or written; raises UsageError."""
+    def validate_data(self, splits: Sequence[str]) -> None:  # noqa: B027 - optional hook
+        """Checks the splits a run reads cheaply, before anything is trained or written;
+        raises UsageError."""
 
     def build_metrics(
         self, training: bool, evaluation: EvalPlan | None = None

@@ -1,6 +1,6 @@
 """`python -m models.efficientnet --model_dir=DIR` trains configs/efficientnet/default.gin."""
 
-from models.core.main import main
+from models.core.start import run_family
 
 if __name__ == "__main__":
-    main(family="efficientnet")
+    run_family("efficientnet")

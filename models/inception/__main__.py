@@ -1,6 +1,6 @@
 """`python -m models.inception --model_dir=DIR` trains configs/inception/default.gin on digits."""
 
-from models.core.main import main
+from models.core.start import run_family
 
 if __name__ == "__main__":
-    main(family="inception")
+    run_family("inception")

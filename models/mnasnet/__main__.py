@@ -1,6 +1,6 @@
 """`python -m models.mnasnet --model_dir=DIR` trains configs/mnasnet/default.gin on digits."""
 
-from models.core.main import main
+from models.core.start import run_family
 
 if __name__ == "__main__":
-    main(family="mnasnet")
+    run_family("mnasnet")

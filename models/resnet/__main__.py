@@ -1,6 +1,6 @@
 """`python -m models.resnet --model_dir=DIR` trains configs/resnet/default.gin on digits."""
 
-from models.core.main import main
+from models.core.start import run_family
 
 if __name__ == "__main__":
-    main(family="resnet")
+    run_family("resnet")

@@ -7,13 +7,13 @@ import io
 import math
 import shutil
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
+from records_editing import bad_after_sample, damaged_header, rewrite_shard, set_image
 
 from models.core.errors import UsageError, data_error_message
 from models.data.classification import NOT_JPEG, ClassificationInput
@@ -319,31 +319,11 @@ def test_malformed_dataset_info(digits_dir: str, tmp_path: Path, text: str, mess
 # ---------------------------------------------------------------- validate(): shards and images
 
 
-def rewrite_shard(path: Path, change: Callable[[int, tf.train.Example], None]) -> None:
-    """Rewrites one shard, letting change(index, example) edit each record in place."""
-    examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(path))]
-    for index, example in enumerate(examples):
-        change(index, example)
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for example in examples:
-            writer.write(example.SerializeToString())
-
-
-def set_image(example: tf.train.Example, encoded: bytes) -> None:
-    """Replaces the record's image/encoded bytes."""
-    example.features.feature["image/encoded"].bytes_list.value[0] = encoded
-
-
 def png_bytes() -> bytes:
     """A PNG (the pipeline decodes JPEG only)."""
     buffer = io.BytesIO()
     Image.new("RGB", (12, 20), 128).save(buffer, format="PNG")
     return buffer.getvalue()
-
-
-def damaged_header(example: tf.train.Example) -> bytes:
-    """The record's own JPEG cut inside its header: it starts as a JPEG, libjpeg rejects it."""
-    return example.features.feature["image/encoded"].bytes_list.value[0][:200]
 
 
 def test_validate_reports_an_empty_shard(digits_dir: str, tmp_path: Path) -> None:
@@ -373,12 +353,6 @@ def test_validate_decodes_the_first_images_of_every_shard(
         make_input(str(tmp_path)).validate(max_bytes=0)
     assert str(error.value).count("\n") == 0
     assert capfd.readouterr().err == ""  # libjpeg's own lines are kept off the terminal
-
-
-def bad_after_sample(data: Path, split: str, image: Callable[[tf.train.Example], bytes]) -> None:
-    """Every record but the first two of each shard of split gets image(example) as its bytes."""
-    for shard in sorted(data.glob(f"{split}-*")):
-        rewrite_shard(shard, lambda i, e: set_image(e, image(e)) if i >= 2 else None)
 
 
 def first_error(data: ClassificationInput, split: str) -> tf.errors.OpError:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 import tensorflow as tf
 from cli import checkpoint_files, resnet_command, run_resnet
+from records_editing import bad_after_sample, damaged_header
 from zoo_testing import one_error_line, restorable_checkpoints, wait_for
 
 from models.core.errors import MAX_LINE
@@ -53,6 +55,11 @@ BAD_INPUT_LATE = {
     "batch of 0": (["--gin_param=train.global_batch_size = 0"], "positive whole number"),
     "negative batch": (["--gin_param=train.global_batch_size = -8"], "positive whole number"),
     "accuracy target above 1": (["--target_value=2.0"], "lies in [0, 1]"),
+    # with_checkpoints holds another model's checkpoint: nothing is evaluated or exported
+    **{
+        f"--mode={mode} on another model's checkpoint": ([f"--mode={mode}"], "does not fit")
+        for mode in ("eval", "continuous_eval", "export")
+    },
 }
 CASES = [
     *sorted(BAD_INPUT),
@@ -184,6 +191,26 @@ def test_sigterm_during_start_up_says_so(tmp_path, cli_env):
     assert "SIGTERM: " in stdout + stderr and "Traceback" not in stderr
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (its SigCgt mask in /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:"))[7:], 16)
+    return bool(caught & 1 << (signal.SIGTERM - 1))
+
+
+def test_sigterm_while_tensorflow_loads_says_so(tmp_path, cli_env):
+    """The handler is in place from the CLI's first line, seconds before TensorFlow is loaded."""
+    process = subprocess.Popen(
+        resnet_command(tmp_path), env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    wait_for(lambda: _catches_sigterm(process.pid), process)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143
+    assert stderr.decode().strip() == "SIGTERM: stopped while starting up; nothing was saved"
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.fixture()
 def small_disk(tmp_path):
     """An 8 MiB tmpfs (room for one 5.7 MB checkpoint of the default recipe, not two)."""
@@ -204,4 +231,21 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(sma
     assert one_error_line(result), result.stderr[-3000:]
     assert "no space left on device" in result.stderr.lower()
     assert "ckpt-22.index" in checkpoint_files(model_dir)
+    assert not list(model_dir.glob("ckpt-*_temp*"))  # the failed save removed what it wrote
+    assert "rerun to resume from" in result.stderr
     assert restorable_checkpoints(model_dir)
+
+
+@pytest.mark.slow
+def test_a_damaged_jpeg_met_mid_run_is_one_line_without_libjpeg_noise(
+    tmp_path, digits_dir, cli_env
+):
+    """The pre-flight sample (two records a shard) misses it; the pipeline meets it at step 1:
+    one error line, and libjpeg's own 'Improper call to JPEG library' line is not printed."""
+    data = tmp_path / "data"
+    shutil.copytree(digits_dir, data)
+    bad_after_sample(data, "train", damaged_header)
+    result = run_resnet(tmp_path / "model", "--mode=train", f"--data_dir={data}", env=cli_env)
+    line = one_error_line(result)
+    assert "cannot be decoded" in line and "Invalid JPEG data" in line
+    assert "JPEG library" not in result.stdout + result.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import gin
 import tensorflow as tf
 import tf_keras
@@ -61,8 +63,8 @@ class ImageClassificationTask(Task):
     def num_examples(self, split: str) -> int:
         return self.input.num_examples(split)
 
-    def validate_data(self) -> None:
-        self.input.validate()
+    def validate_data(self, splits: Sequence[str]) -> None:
+        self.input.validate(splits=splits)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
         return [
