@@ -5,21 +5,15 @@ One pipeline for every classifier: built-in digits by default, real ImageNet wit
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 import gin
 import tensorflow as tf
-from google.protobuf.message import DecodeError
 from official.vision.ops import augment
 
-from models.core.errors import UsageError, first_line, nearest
+from models.core.errors import UsageError, nearest
 from models.core.precision import DTYPES
-from models.data import builtin as builtin_datasets
 from models.data.color import COLOR_DISTORTIONS, distort_color
 from models.data.imagenet_schema import (
     ENCODED,
@@ -30,18 +24,26 @@ from models.data.imagenet_schema import (
     LABEL_OFFSET,
     SPLITS,
 )
+from models.data.records import (
+    NOT_JPEG,
+    budgeted,
+    check_images,
+    count_records,
+    find_files,
+    per_replica_batch,
+    read_info,
+    resolve_data_dir,
+    shard_heads,
+    sharded_records,
+)
 
 AUGMENTATIONS = ("random_resized_crop", "none")
 AUGMENT_POLICIES = ("autoaugment", "randaugment")
 PAD_LABEL = -1
 LABEL_ERROR = "label out of range"  # Matched by models.core.errors; keep the text.
-IMAGE_ERROR = "cannot decode image/encoded as a JPEG"  # Matched ("decode") by core.errors.
-NOT_JPEG = f"{IMAGE_ERROR}: it does not start with the JPEG marker ff d8"
 _INFO_INTEGERS = ("num_classes", "label_offset", *INFO_COUNT_KEYS.values())
-_READ_BUFFER = 8 * 2**20
 _VALIDATE_BATCH = 256
 _SAMPLE_RECORDS = 2  # Images decoded per shard before training.
-_READ_THREADS = 16  # Shards opened at once by validate() (remote files cost a round trip each).
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
@@ -52,23 +54,6 @@ def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
             f"classification_input.{name} must be one of {', '.join(choices)}, "
             f"got '{value}'{nearest(str(value), choices)}"
         )
-
-
-def _per_replica_batch(
-    global_batch_size: int, input_context: tf.distribute.InputContext | None
-) -> int:
-    """The batch size each replica sees; UsageError when it does not divide evenly."""
-    if global_batch_size < 1:
-        raise UsageError(f"global batch size must be positive, got {global_batch_size}")
-    if input_context is None:
-        return global_batch_size
-    try:
-        return input_context.get_per_replica_batch_size(global_batch_size)
-    except ValueError:
-        raise UsageError(
-            f"global batch size {global_batch_size} is not divisible by "
-            f"{input_context.num_replicas_in_sync} replicas"
-        ) from None
 
 
 def _augmenter(
@@ -93,101 +78,6 @@ def _augmenter(
             f"classification_input.autoaugment_name='{autoaugment_name}' is not a Model Garden "
             "AutoAugment policy (ImageNet: 'v0')"
         ) from None
-
-
-def count_records(files: Sequence[str]) -> int:
-    """Number of records in the TFRecord files (reads them all)."""
-    dataset = tf.data.TFRecordDataset(list(files), num_parallel_reads=_AUTOTUNE)
-    return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
-
-
-def _budgeted(files: Sequence[str], max_bytes: int) -> Iterator[str]:
-    """Files in order until max_bytes have been yielded, always including the first."""
-    scanned = 0
-    for index, path in enumerate(files):
-        if index > 0 and scanned >= max_bytes:
-            return
-        yield path
-        scanned += tf.io.gfile.stat(path).length
-
-
-def _read_info(path: str) -> dict:
-    """dataset_info.json as a dict ({} when absent); UsageError when it is malformed."""
-    if not tf.io.gfile.exists(path):
-        return {}
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            info = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path} is not valid JSON: {error}") from None
-    if not isinstance(info, dict):
-        raise UsageError(f"{path} must hold a JSON object, not {type(info).__name__}")
-    for key in _INFO_INTEGERS:
-        value = info.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise UsageError(f"{path}: '{key}' must be an integer, got {value!r}")
-    return info
-
-
-def _head(path: str, count: int) -> list[bytes]:
-    """The first count records of a shard; UsageError when it is empty (0 bytes) or corrupt."""
-    if tf.io.gfile.stat(path).length == 0:
-        raise UsageError(f"TFRecord file {path} is empty (0 bytes); rewrite or delete it")
-    try:
-        return [record.numpy() for record in tf.data.TFRecordDataset(path).take(count)]
-    except tf.errors.DataLossError:
-        raise UsageError(f"TFRecord file {path} is truncated or corrupt") from None
-
-
-def _heads(files: Sequence[str], count: int) -> list[list[bytes]]:
-    """_head of every file, opened a few at a time; the first failing file (in order) raises."""
-    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
-        return list(pool.map(lambda path: _head(path, count), files))
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Discards what C code prints on file descriptor 2 meanwhile: libjpeg writes its own lines
-    about a corrupt image there, around TensorFlow's error (which the caller reports)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _image_problem(record: bytes) -> str | None:
-    """Why the pipeline could not decode this record's image, or None when it can."""
-    try:
-        values = tf.train.Example.FromString(record).features.feature[ENCODED].bytes_list.value
-    except DecodeError:
-        return "is not a tf.train.Example"
-    if not values:
-        return f"has no '{ENCODED}' feature"
-    if len(values) > 1:
-        return f"has {len(values)} '{ENCODED}' values, not one"
-    if not values[0].startswith(JPEG_START):
-        return f"{NOT_JPEG} (it starts with {values[0][:4].hex(' ') or 'nothing'})"
-    try:
-        with _quiet_stderr():  # the pipeline's order: the header first, then every pixel
-            tf.image.extract_jpeg_shape(values[0])
-            tf.io.decode_jpeg(values[0], channels=3)
-    except tf.errors.InvalidArgumentError as error:
-        return f"{IMAGE_ERROR}: {first_line(error)}"
-    return None
-
-
-def _check_images(path: str, records: Sequence[bytes]) -> None:
-    """UsageError naming the shard and index of the first record whose image does not decode."""
-    for index, record in enumerate(records):
-        problem = _image_problem(record)
-        if problem is not None:
-            raise UsageError(f"{path} record {index}: {problem}")
 
 
 @gin.configurable("classification_input")
@@ -263,31 +153,19 @@ class ClassificationInput:
     def data_dir(self) -> str:
         """The directory read: --data_dir, or the built-in dataset (written on first use)."""
         if self._resolved_dir is None:
-            if self._data_dir is None:
-                self._resolved_dir = builtin_datasets.prepare(self.builtin)
-            elif not tf.io.gfile.isdir(self._data_dir):
-                exists = tf.io.gfile.exists(self._data_dir)
-                what = "is not a directory" if exists else "does not exist"
-                raise UsageError(f"--data_dir {self._data_dir} {what}")
-            else:
-                self._resolved_dir = self._data_dir
+            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
         return self._resolved_dir
 
     def files(self, split: str) -> list[str]:
         """Sorted TFRecord files of split ('train' or 'validation')."""
         training = self._check_split(split) == "train"
         pattern = self.train_pattern if training else self.eval_pattern
-        files = sorted(tf.io.gfile.glob(os.path.join(self.data_dir, pattern)))
-        if not files:
-            raise UsageError(
-                f"--data_dir {self.data_dir} has no {split} files matching '{pattern}'"
-            )
-        return files
+        return find_files(self.data_dir, pattern, split)
 
     def dataset_info(self) -> dict:
         """Contents of data_dir/dataset_info.json ({} when absent)."""
         if self._info is None:
-            self._info = _read_info(os.path.join(self.data_dir, INFO_FILE))
+            self._info = read_info(os.path.join(self.data_dir, INFO_FILE), _INFO_INTEGERS)
         return self._info
 
     def num_examples(self, split: str) -> int:
@@ -323,7 +201,7 @@ class ClassificationInput:
     ) -> tf.data.Dataset:
         """Batched (images, labels) of this input pipeline; validation is padded with label -1."""
         files = self.files(split)
-        batch_size = _per_replica_batch(global_batch_size, input_context)
+        batch_size = per_replica_batch(global_batch_size, input_context)
         training = split == "train"
         records = self._records(files, training, input_context, seed)
         examples = self._train_examples(records, seed) if training else self._eval_examples(records)
@@ -339,23 +217,8 @@ class ClassificationInput:
         input_context: tf.distribute.InputContext | None,
         seed: int | None,
     ) -> tf.data.Dataset:
-        """Serialized records of this pipeline's shard (by file, or by record if files are few)."""
-        pipelines = input_context.num_input_pipelines if input_context else 1
-        pipeline = input_context.input_pipeline_id if input_context else 0
-        by_record = pipelines > 1 and len(files) < pipelines
-        dataset = tf.data.Dataset.from_tensor_slices(files)
-        if pipelines > 1 and not by_record:
-            dataset = dataset.shard(pipelines, pipeline)
-        if training and not by_record:  # Record sharding needs the same order in every pipeline.
-            dataset = dataset.shuffle(len(files), seed=seed)
-        dataset = dataset.interleave(
-            lambda path: tf.data.TFRecordDataset(path, buffer_size=_READ_BUFFER),
-            cycle_length=self.cycle_length,
-            num_parallel_calls=_AUTOTUNE,
-            deterministic=by_record or not training or seed is not None,
-        )
-        if by_record:
-            dataset = dataset.shard(pipelines, pipeline)
+        """Serialized records of this pipeline's shard, cached when the recipe says so."""
+        dataset = sharded_records(files, training, input_context, seed, self.cycle_length)
         return dataset.cache() if self.cache else dataset
 
     def _train_examples(self, records: tf.data.Dataset, seed: int | None) -> tf.data.Dataset:
@@ -481,11 +344,11 @@ class ClassificationInput:
         self._check_classes()
         for split in splits:
             files = self.files(split)
-            heads = _heads(files, sample_records)
-            for path in _budgeted(files, max_bytes):
+            heads = shard_heads(files, sample_records)
+            for path in budgeted(files, max_bytes):
                 self._validate_file(path)
             for path, records in zip(files, heads, strict=True):
-                _check_images(path, records)
+                check_images(path, records)
 
     def _check_classes(self) -> None:
         """UsageError when dataset_info.json's num_classes or label_offset is not the recipe's."""
