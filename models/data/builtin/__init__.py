@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +18,39 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ZOO_CACHE_DIR") or DEFAULT_CACHE_DIR).expanduser()
 
 
+def build_once(name: str, write: Callable[[Path], None], root: Path | None = None) -> str:
+    """root/name (root: the cache), written once by write(staging dir) into a temp dir beside
+    it and renamed in, so no reader (another test worker) ever sees half a dataset. A dataset
+    is complete when its dataset_info.json exists: write it last."""
+    root = Path(root) if root is not None else cache_dir()
+    target = root / name
+    if not _complete(target):
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root))
+        try:
+            staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared.
+            write(staging)
+            _publish(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return str(target)
+
+
+def _complete(directory: Path) -> bool:
+    return (directory / "dataset_info.json").is_file()
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """Renames staging to target; losing the race to a concurrent writer is fine."""
+    try:
+        staging.rename(target)
+    except OSError:
+        if not _complete(target):
+            raise UsageError(
+                f"{target} exists but is not a complete dataset; delete it and retry"
+            ) from None
+
+
 def _digits() -> str:
     """Prepares the scikit-learn handwritten digits (imported lazily: it pulls in sklearn)."""
     from models.data.builtin import digits
@@ -23,7 +58,14 @@ def _digits() -> str:
     return digits.prepare()
 
 
-BUILTINS: dict[str, Callable[[], str]] = {"digits": _digits}
+def _digit_scenes() -> str:
+    """Prepares the COCO-layout digit scenes (imported lazily: it pulls in sklearn and cv2)."""
+    from models.data.builtin import digit_scenes
+
+    return digit_scenes.prepare()
+
+
+BUILTINS: dict[str, Callable[[], str]] = {"digits": _digits, "digit_scenes": _digit_scenes}
 
 
 def prepare(name: str) -> str:

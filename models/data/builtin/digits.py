@@ -5,17 +5,13 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from models.core.errors import UsageError
-from models.data.builtin import cache_dir
+from models.data.builtin import build_once
 from models.data.imagenet_schema import (
-    INFO_FILE,
     LABEL_OFFSET,
     encode_jpeg,
     image_example,
@@ -34,39 +30,7 @@ VALIDATION_SHARDS = 2
 
 def prepare(root: Path | None = None) -> str:
     """Digits directory under root (default: the cache), written once and atomically."""
-    root = Path(root) if root is not None else cache_dir()
-    target = root / NAME
-    if not _complete(target):
-        _build_atomically(root, target)
-    return str(target)
-
-
-def _complete(directory: Path) -> bool:
-    """Whether directory is a finished dataset (its info file is written last, then renamed in)."""
-    return (directory / INFO_FILE).is_file()
-
-
-def _build_atomically(root: Path, target: Path) -> None:
-    """Writes into a temp dir beside target and renames it in, so no reader sees half a dataset."""
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{NAME}.tmp-", dir=root))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared.
-        write(staging)
-        _publish(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _publish(staging: Path, target: Path) -> None:
-    """Renames staging to target; losing the race to a concurrent writer is fine."""
-    try:
-        staging.rename(target)
-    except OSError:
-        if not _complete(target):
-            raise UsageError(
-                f"{target} exists but is not a complete digits dataset; delete it and retry"
-            ) from None
+    return build_once(NAME, write, root)
 
 
 def images_and_labels() -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,176 @@
+"""Object detection on the shared COCO-schema pipeline: single-stage anchor detectors
+(RetinaNet; SSD-style recipes), focal + Huber losses, COCO box AP out of the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import gin
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from official.vision.losses import focal_loss, loss_utils
+
+from models import registry
+from models.core import optimization
+from models.core.coco_metrics import METRIC_RANGES, CocoMetrics
+from models.core.task import Models, Task
+from models.data.detection import PAD_SOURCE_ID, DetectionInput
+
+_PREDICTIONS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
+
+
+@gin.configurable
+class DetectionTask(Task):
+    """RetinaNet's training objective (Lin et al. 2017): focal loss over every anchor and a
+    Huber loss on the positives' box offsets, both normalised by the positives; evaluation
+    runs the model's NMS and scores its detections with pycocotools (box AP, AP50, ...).
+
+    `model` is the registered variant (`run.model = "retinanet_resnet50_fpn"`), built with
+    the input's classes (background included) and image size. Defaults: Model Garden's
+    retinanet_resnetfpn_coco.
+    """
+
+    primary_metric = "AP"
+    metric_ranges = METRIC_RANGES
+
+    def __init__(
+        self,
+        model: str,
+        data_dir: str | None = None,
+        seed: int | None = None,
+        focal_loss_alpha: float = 0.25,
+        focal_loss_gamma: float = 1.5,
+        huber_loss_delta: float = 0.1,
+        box_loss_weight: float = 50.0,
+    ):
+        self.model = model
+        self.input = DetectionInput(data_dir=data_dir)
+        self.seed = seed
+        self.focal = focal_loss.FocalLoss(
+            focal_loss_alpha, focal_loss_gamma, reduction=tf_keras.losses.Reduction.SUM
+        )
+        self.huber = tf_keras.losses.Huber(
+            huber_loss_delta, reduction=tf_keras.losses.Reduction.SUM
+        )
+        self.box_loss_weight = box_loss_weight
+
+    def build_models(self) -> Models:
+        size, classes = self.input.image_size, self.input.num_classes
+        return {"model": registry.create_model(self.model, num_classes=classes, image_size=size)}
+
+    def build_inputs(self, split, global_batch_size, input_context):
+        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
+
+    def num_examples(self, split: str) -> int:
+        return self.input.num_examples(split)
+
+    def validate_data(self, splits: Sequence[str]) -> None:
+        self.input.validate(splits)
+
+    # ------------------------------------------------------------------ training
+
+    def losses(self, outputs: dict, labels: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """(model loss, class loss, box loss) of one replica's batch, each normalised by its
+        positive anchors (+1, so that a batch without objects is finite)."""
+        positives = tf.reduce_sum(labels["box_weights"]) + 1.0
+        classes = self.input.num_classes
+        targets = tf.one_hot(loss_utils.multi_level_flatten(labels["cls_targets"], None), classes)
+        scores = loss_utils.multi_level_flatten(outputs["cls_outputs"], classes)
+        class_loss = self.focal(targets, scores, sample_weight=labels["cls_weights"] / positives)
+        box_loss = self.huber(
+            loss_utils.multi_level_flatten(labels["box_targets"], 4),
+            loss_utils.multi_level_flatten(outputs["box_outputs"], 4),
+            sample_weight=labels["box_weights"] / positives,
+        )
+        return class_loss + self.box_loss_weight * box_loss, class_loss, box_loss
+
+    def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
+        images, labels = inputs
+        model, optimizer = models["model"], optimizers["model"]
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            outputs = model(images, training=True)
+            outputs = tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
+            model_loss, class_loss, box_loss = self.losses(outputs, labels)
+            penalty = optimization.l2_penalty(optimizer, model.trainable_variables)
+            loss = (model_loss + penalty + tf.add_n(model.losses or [0.0])) / replicas
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return {"loss": model_loss, "class_loss": class_loss, "box_loss": box_loss}
+
+    # ------------------------------------------------------------------ evaluation
+
+    def validation_step(self, inputs, models, metrics, evaluation):
+        images, labels = inputs
+        outputs = models["model"](
+            images,
+            anchor_boxes=labels["anchor_boxes"],
+            image_shape=labels["image_info"][:, 1, :],
+            training=False,
+        )
+        predictions = {key: outputs[key] for key in _PREDICTIONS}
+        scale = tf.tile(tf.cast(labels["image_info"][:, 2:3, :], tf.float32), [1, 1, 2])
+        predictions["detection_boxes"] = outputs["detection_boxes"] / scale  # original pixels
+        predictions["source_id"] = labels["groundtruths"]["source_id"]
+        predictions["image_info"] = labels["image_info"]
+        return {"groundtruths": labels["groundtruths"], "predictions": predictions}
+
+    def aggregate_logs(self, state, step_outputs, evaluation):
+        """Feeds one step's gathered detections (padding images dropped) to COCO AP."""
+        if state is None:
+            state = CocoMetrics(self.input.annotation_file(evaluation.split))
+        real = step_outputs["groundtruths"]["source_id"] != PAD_SOURCE_ID
+        if np.any(real):
+            groundtruths, predictions = (
+                {key: value[real] for key, value in step_outputs[part].items()}
+                for part in ("groundtruths", "predictions")
+            )
+            state.update(groundtruths, predictions)
+        return state
+
+    def reduce_aggregated_logs(self, state, evaluation) -> dict[str, float]:
+        return state.result() if state is not None else {}
+
+    # ------------------------------------------------------------------ export
+
+    def serving_signatures(self, models: Models):
+        model, detections = models["model"], self._max_detections(models["model"])
+
+        def predict(image_bytes):
+            signature = (
+                tf.TensorSpec([self.input.image_size] * 2 + [3], tf.as_dtype(self.input.dtype)),
+                tf.TensorSpec([4, 2], tf.float32),
+            )
+            images, info = tf.map_fn(
+                self.input.decode_for_serving, image_bytes, fn_output_signature=signature
+            )
+            outputs = model(images, image_shape=info[:, 1, :], training=False)
+            scale = tf.tile(info[:, 2:3, :], [1, 1, 2])
+            return {
+                "boxes": tf.cast(outputs["detection_boxes"], tf.float32) / scale,
+                "classes": tf.cast(outputs["detection_classes"], tf.int32),
+                "scores": tf.cast(outputs["detection_scores"], tf.float32),
+                "num_detections": tf.cast(outputs["num_detections"], tf.int32),
+            }
+
+        def nothing():
+            return {
+                "boxes": tf.zeros([0, detections, 4]),
+                "classes": tf.zeros([0, detections], tf.int32),
+                "scores": tf.zeros([0, detections]),
+                "num_detections": tf.zeros([0], tf.int32),
+            }
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
+        def serve(image_bytes):
+            """Each image's detections: boxes [ymin, xmin, ymax, xmax] in its own pixels,
+            COCO category ids, scores, and how many of the rows are real."""
+            return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
+
+        return {"serving_default": serve}
+
+    @staticmethod
+    def _max_detections(model) -> int:
+        """Rows per image the model's NMS returns."""
+        return int(model.detection_generator.get_config()["max_num_detections"])

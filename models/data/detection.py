@@ -1,0 +1,217 @@
+"""COCO-schema TFRecords (as Model Garden's create_coco_tf_record writes them) -> per-replica
+batches of images and anchor labels for single-stage detectors. Model Garden's decoder and
+RetinaNet parser do the per-example work (flip, scale jitter, resize, anchor matching); this
+module reads the shards, pads evaluation to whole batches and checks the data before a run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import gin
+import tensorflow as tf
+from official.vision.dataloaders import retinanet_input, tf_example_decoder
+from official.vision.ops import preprocess_ops
+
+from models.core.anchors import Anchors
+from models.core.errors import UsageError, nearest
+from models.core.precision import DTYPES
+from models.data.imagenet_schema import INFO_FILE
+from models.data.records import (
+    check_images,
+    count_records,
+    find_files,
+    per_replica_batch,
+    read_info,
+    resolve_data_dir,
+    shard_heads,
+    sharded_records,
+)
+
+SPLITS = ("train", "validation")
+PAD_SOURCE_ID = -1  # evaluation padding: aggregate_logs drops these rows
+_SAMPLE_RECORDS = 2  # images decoded per shard before a run
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+@gin.configurable("detection_input")
+class DetectionInput:
+    """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
+    flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
+
+    `num_classes` counts the background (class 0), as Model Garden does (COCO: 91); by default
+    it is the data's largest category id + 1, from dataset_info.json.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        builtin: str = "digit_scenes",
+        train_pattern: str = "train-*",
+        eval_pattern: str = "validation-*",
+        image_size: int = 640,
+        num_classes: int | None = None,
+        max_num_instances: int = 100,
+        aug_rand_hflip: bool = True,
+        aug_scale_min: float = 1.0,
+        aug_scale_max: float = 1.0,
+        skip_crowd_during_training: bool = True,
+        shuffle_buffer: int = 1000,
+        cycle_length: int = 16,
+        dtype: str = "float32",
+    ):
+        if dtype not in DTYPES:
+            raise UsageError(f"detection_input.dtype must be one of {', '.join(DTYPES)}")
+        if image_size < 1 or max_num_instances < 1 or not 0 < aug_scale_min <= aug_scale_max:
+            raise UsageError(
+                "detection_input: image_size and max_num_instances must be positive and "
+                "0 < aug_scale_min <= aug_scale_max"
+            )
+        self._data_dir, self.builtin = data_dir, builtin
+        self.patterns = {"train": train_pattern, "validation": eval_pattern}
+        self.image_size, self._num_classes = image_size, num_classes
+        self.max_num_instances = max_num_instances
+        self.augmentation = (aug_rand_hflip, aug_scale_min, aug_scale_max)
+        self.skip_crowd_during_training = skip_crowd_during_training
+        self.shuffle_buffer, self.cycle_length = shuffle_buffer, cycle_length
+        self.dtype = dtype
+        self.anchors = Anchors()
+        self.anchors.check_image_size(image_size, "detection_input.image_size")
+        self._resolved_dir: str | None = None
+        self._info: dict | None = None
+
+    # ------------------------------------------------------------ files and counts
+
+    @property
+    def data_dir(self) -> str:
+        """The directory read: --data_dir, or the built-in dataset (written on first use)."""
+        if self._resolved_dir is None:
+            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
+        return self._resolved_dir
+
+    def files(self, split: str) -> list[str]:
+        return find_files(self.data_dir, self.patterns[_check_split(split)], split)
+
+    def dataset_info(self) -> dict:
+        """dataset_info.json of the data directory, as the COCO converter writes it."""
+        if self._info is None:
+            path = os.path.join(self.data_dir, INFO_FILE)
+            self._info = read_info(path, [f"num_{split}_examples" for split in SPLITS])
+        return self._info
+
+    @property
+    def num_classes(self) -> int:
+        """Classes the model predicts, background included: the largest category id + 1."""
+        if self._num_classes is not None:
+            return self._num_classes
+        categories = self.dataset_info().get("categories")
+        if not categories:
+            raise UsageError(
+                f"{os.path.join(self.data_dir, INFO_FILE)} lists no categories; convert the data "
+                "with `python -m models.data.convert.coco` or set detection_input.num_classes"
+            )
+        return max(int(category["id"]) for category in categories) + 1
+
+    def num_examples(self, split: str) -> int:
+        """Images in split: dataset_info.json's count, else the records counted."""
+        key = f"num_{_check_split(split)}_examples"
+        count = self.dataset_info().get(key)
+        return int(count) if count is not None else count_records(self.files(split))
+
+    def annotation_file(self, split: str) -> str | None:
+        """The split's COCO instances JSON beside the shards (pycocotools' ground truth), or
+        None: then the ground truth comes from the records themselves."""
+        path = os.path.join(self.data_dir, f"instances_{_check_split(split)}.json")
+        return path if tf.io.gfile.exists(path) else None
+
+    # ------------------------------------------------------------ datasets
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batched (images, labels): Model Garden's RetinaNet parser outputs. Evaluation reads
+        every image once, then blank images whose source_id is PAD_SOURCE_ID."""
+        batch_size = per_replica_batch(global_batch_size, input_context)
+        training = split == "train"
+        records = sharded_records(
+            self.files(split), training, input_context, seed, self.cycle_length
+        )
+        if training:
+            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
+        examples = records.map(self._parse_fn(training), num_parallel_calls=_AUTOTUNE)
+        if not training:
+            examples = examples.concatenate(examples.take(1).map(_blank).repeat())
+        dataset = examples.batch(batch_size, drop_remainder=True).prefetch(_AUTOTUNE)
+        options = tf.data.Options()
+        options.deterministic = not training or seed is not None
+        return dataset.with_options(options)
+
+    def _parse_fn(self, training: bool):
+        """serialized record -> (image, labels), through Model Garden's decoder and parser."""
+        decoder = tf_example_decoder.TfExampleDecoder(include_mask=False)
+        parse = self.parser().parse_fn(training)
+        return lambda record: parse(decoder.decode(record))
+
+    def parser(self) -> retinanet_input.Parser:
+        """Model Garden's RetinaNet parser with this input's augmentation and anchors."""
+        anchors = self.anchors
+        flip, scale_min, scale_max = self.augmentation
+        return retinanet_input.Parser(
+            output_size=[self.image_size, self.image_size],
+            min_level=anchors.min_level,
+            max_level=anchors.max_level,
+            num_scales=anchors.num_scales,
+            aspect_ratios=list(anchors.aspect_ratios),
+            anchor_size=anchors.anchor_size,
+            match_threshold=anchors.match_threshold,
+            unmatched_threshold=anchors.unmatched_threshold,
+            aug_rand_hflip=flip,
+            aug_scale_min=scale_min,
+            aug_scale_max=scale_max,
+            skip_crowd_during_training=self.skip_crowd_during_training,
+            max_num_instances=self.max_num_instances,
+            dtype=self.dtype,
+        )
+
+    def decode_for_serving(self, image_bytes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Scalar JPEG string -> (normalised, resized and padded image, image_info), as the
+        parser prepares evaluation images; image_info[2] is the scale back to the original."""
+        image = tf.io.decode_jpeg(image_bytes, channels=3)
+        image = preprocess_ops.normalize_image(image)
+        size = [self.image_size, self.image_size]
+        image, image_info = preprocess_ops.resize_and_crop_image(
+            image, size, padded_size=size, aug_scale_min=1.0, aug_scale_max=1.0
+        )
+        return tf.cast(tf.ensure_shape(image, [*size, 3]), self.dtype), image_info
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self, splits: Sequence[str] = SPLITS) -> None:
+        """Cheap pre-flight checks: categories known, no empty or corrupt shard, and the first
+        images of every shard decode."""
+        classes = self.num_classes
+        if classes < 2:
+            raise UsageError(f"detection_input.num_classes = {classes}: need at least 2")
+        for split in splits:
+            files = self.files(split)
+            for path, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
+                check_images(path, records)
+
+
+def _check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise UsageError(
+            f"unknown split '{split}'{nearest(split, SPLITS)}; expected train or validation"
+        )
+    return split
+
+
+def _blank(image: tf.Tensor, labels: dict) -> tuple[tf.Tensor, dict]:
+    """A padding example: zeros everywhere, source_id PAD_SOURCE_ID, no ground truth."""
+    image, labels = tf.nest.map_structure(tf.zeros_like, (image, labels))
+    labels["groundtruths"]["source_id"] = tf.constant(PAD_SOURCE_ID, tf.int64)
+    return image, labels
