@@ -35,7 +35,8 @@ _SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}
 COUNTINGS = {
     "weights": "every learned weight, BN as gamma + beta per channel (papers, torchvision, timm)",
     "keras_total": "Keras count_params(): all weights, BN moving mean and variance included",
-    "without_bn": "learned weights without BN parameters (TF-slim release tables)",
+    "without_bn": "learned weights without BN parameters (TF-slim release tables; torchvision's "
+    "detectors, whose BN is frozen)",
 }
 
 

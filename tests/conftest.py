@@ -38,6 +38,14 @@ def digits_dir() -> str:
     return builtin.prepare("digits")
 
 
+@pytest.fixture(scope="session")
+def digit_scenes_dir() -> str:
+    """The built-in digit scenes (COCO schema), prepared once per session in the test cache."""
+    from models.data import builtin
+
+    return builtin.prepare("digit_scenes")
+
+
 @pytest.fixture()
 def cli_env() -> dict[str, str]:
     """Environment for running `python -m models.*` in a subprocess."""
