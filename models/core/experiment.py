@@ -17,6 +17,7 @@ from models.core.cluster import is_chief, is_multi_worker
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
+from models.core.predict import predict_image
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.service_watch import DispatcherWatch
@@ -45,6 +46,8 @@ class RunOptions:
     profile_steps: str | None = None
     tf_data_service: str | None = None
     tf_data_service_timeout_s: float = 300.0
+    image: str | None = None  # --mode=predict
+    output: str | None = None
 
 
 class Experiment:
@@ -249,7 +252,7 @@ class Experiment:
 
     def _run(self) -> dict:
         mode, (latest, _) = self.options.mode, ckpt.resume_point(self.options.model_dir)
-        if mode in ("eval", "export") and latest is None:
+        if mode in ("eval", "export", "predict") and latest is None:
             raise UsageError(f"--mode={mode}: no checkpoint in {self.options.model_dir}")
         if mode == "continuous_eval" and is_multi_worker(self.strategy):
             raise UsageError("--mode=continuous_eval runs as one process beside the training job")
@@ -263,6 +266,8 @@ class Experiment:
         self._restore(latest)
         for average in self.averages.values():  # export what evaluation measures
             average.swap(self.strategy)
+        if mode == "predict":
+            return predict_image(self.task, self.models, self.options.image, self.options.output)
         step = int(self.global_step.numpy())
         export_root = self.options.model_dir if self.chief else self.checkpoint_dir
         return {"export_dir": export_saved_model(self.task, self.models, export_root, step)}

@@ -4,7 +4,7 @@ import sys
 
 from absl import flags
 
-MODES = ("train", "eval", "train_and_eval", "continuous_eval", "export")
+MODES = ("train", "eval", "train_and_eval", "continuous_eval", "export", "predict")
 STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device")
 
 
@@ -29,6 +29,8 @@ def _define() -> None:
     )
     flags.DEFINE_multi_string("gin_bindings", [], "Alias of --gin_param.")
     flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to run.")
+    flags.DEFINE_string("image", None, "--mode=predict: the JPEG to run the model on.")
+    flags.DEFINE_string("output", None, "--mode=predict: the PNG to draw the prediction into.")
     flags.DEFINE_string("tpu", None, "TPU name, grpc://address, or 'local'. Implies TPUStrategy.")
     flags.DEFINE_string(
         "slice", None, "Device slice: cpu-N (N logical CPUs, mirrored), gpu-N, or a TPU slice name."

@@ -19,6 +19,7 @@ from models.core.experiment import TRAINING_MODES, Experiment, RunOptions
 from models.core.flags import define_flags
 from models.core.ports import check_reachable, split_address
 from models.core.precision import set_precision
+from models.core.predict import check_paths
 from models.core.recipe import RunSpec
 from models.core.run_lock import model_dir_lock
 from models.core.settings import TrainSettings
@@ -88,6 +89,8 @@ def run_from_flags(family: str) -> dict:
         raise UsageError("--model_dir is required")
     if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
         raise UsageError("--data_dir is empty")
+    if FLAGS.mode == "predict":
+        check_paths(FLAGS.image, FLAGS.output)
     files = FLAGS.gin_file or [f"{family}/default.gin"]
     bindings = FLAGS.gin_param + FLAGS.gin_bindings
     gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
@@ -113,6 +116,8 @@ def run_from_flags(family: str) -> dict:
         profile_steps=FLAGS.profile_steps,
         tf_data_service=_data_service_address(FLAGS.tf_data_service),
         tf_data_service_timeout_s=FLAGS.tf_data_service_timeout_s,
+        image=FLAGS.image,
+        output=FLAGS.output,
     )
     training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)
     with model_dir_lock(FLAGS.model_dir, enabled=training):

@@ -28,6 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.core import optimization
+from models.core.errors import UsageError
 from models.core.settings import EvalPlan, StepPlan
 
 Models = dict[str, tf_keras.Model]
@@ -120,6 +121,11 @@ class Task(abc.ABC):
         """The values `metric` can take, when the task knows them."""
         name = metric.rsplit("/", 1)[-1]
         return next((r for end, r in self.metric_ranges.items() if name.endswith(end)), None)
+
+    def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[tf.Tensor, str]:
+        """(the image with the model's prediction drawn on it, uint8 [H, W, 3]; a one-line
+        summary) for `--mode=predict`; tasks that can show a prediction override it."""
+        raise UsageError(f"--mode=predict: {type(self).__name__} does not draw predictions")
 
     def serving_signatures(self, models: Models) -> dict[str, tf.types.experimental.Function]:
         """tf.functions to export as SavedModel signatures; empty means export unsupported."""

@@ -6,19 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import gin
+import pytest
 import tensorflow as tf
 
 from models import registry
 from models.core import gin_config
+from models.core.errors import UsageError
+from models.core.predict import check_paths, predict_image
 from models.core.recipe import RunSpec
 
 
-def test_serving_takes_jpeg_bytes_and_answers_in_image_pixels(digit_scenes_dir: str) -> None:
-    gin_config.parse(["retinanet/default.gin"], [], family="retinanet")
+def default_task_and_models(*bindings: str):
+    """The default recipe's task and (untrained) model."""
+    gin_config.parse(["retinanet/default.gin"], list(bindings), family="retinanet")
     registry.load_all()
     spec = RunSpec().check()
     task = spec.task(model=spec.model, seed=0)
-    models = task.build_models()
+    return task, task.build_models()
+
+
+def test_serving_takes_jpeg_bytes_and_answers_in_image_pixels(digit_scenes_dir: str) -> None:
+    task, models = default_task_and_models()
     serve = task.serving_signatures(models)["serving_default"]
     images = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[:2]
     # a second size: the signature resizes and pads, then maps boxes back to these pixels
@@ -35,4 +43,32 @@ def test_serving_takes_jpeg_bytes_and_answers_in_image_pixels(digit_scenes_dir: 
         assert (boxes[:, 3] <= width + 1).all()
     empty = serve(tf.constant([], tf.string))
     assert empty["boxes"].shape == (0, rows, 4) and empty["num_detections"].shape == (0,)
+    gin.clear_config()
+
+
+def test_predict_draws_the_detections_into_a_png(digit_scenes_dir: str, tmp_path: Path) -> None:
+    # untrained, every score is near the focal-loss prior (0.01): keep them all
+    task, models = default_task_and_models(
+        "DetectionTask.draw_score_threshold = 0.0", "retinanet.pre_nms_score_threshold = 0.0"
+    )
+    image = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[0]
+    output = tmp_path / "drawn.png"
+    result = predict_image(task, models, str(image), str(output))
+    drawn = tf.io.decode_png(output.read_bytes()).numpy()
+    assert drawn.shape == (512, 512, 3)  # 128 px enlarged 4x so that labels are legible
+    assert result["prediction"].startswith("100 detections >= 0: ")  # every NMS row drawn
+    original = tf.image.resize(tf.io.decode_jpeg(image.read_bytes()), [512, 512], "nearest")
+    assert (drawn != original.numpy()).any()  # boxes and labels were drawn
+    gin.clear_config()
+
+
+def test_predict_refuses_what_is_not_a_jpeg(tmp_path: Path) -> None:
+    task, models = default_task_and_models()
+    (tmp_path / "a.png").write_bytes(b"\x89PNG....")
+    with pytest.raises(UsageError, match="not a JPEG"):
+        predict_image(task, models, str(tmp_path / "a.png"), str(tmp_path / "out.png"))
+    with pytest.raises(UsageError, match="needs --image=FILE.jpg and --output=FILE.png"):
+        check_paths(str(tmp_path / "a.png"), None)
+    with pytest.raises(UsageError, match="name it <something>.png"):
+        check_paths(str(tmp_path / "a.png"), str(tmp_path / "out.jpg"))
     gin.clear_config()

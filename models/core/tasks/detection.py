@@ -14,6 +14,7 @@ from official.vision.losses import focal_loss, loss_utils
 from models import registry
 from models.core import optimization
 from models.core.coco_metrics import METRIC_RANGES, CocoMetrics
+from models.core.drawing import draw_boxes
 from models.core.task import Models, Task
 from models.data.detection import PAD_SOURCE_ID, DetectionInput
 
@@ -43,6 +44,7 @@ class DetectionTask(Task):
         focal_loss_gamma: float = 1.5,
         huber_loss_delta: float = 0.1,
         box_loss_weight: float = 50.0,
+        draw_score_threshold: float = 0.25,
     ):
         self.model = model
         self.input = DetectionInput(data_dir=data_dir)
@@ -54,6 +56,7 @@ class DetectionTask(Task):
             huber_loss_delta, reduction=tf_keras.losses.Reduction.SUM
         )
         self.box_loss_weight = box_loss_weight
+        self.draw_score_threshold = draw_score_threshold
 
     def build_models(self) -> Models:
         size, classes = self.input.image_size, self.input.num_classes
@@ -169,6 +172,22 @@ class DetectionTask(Task):
             return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
 
         return {"serving_default": serve}
+
+    def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[np.ndarray, str]:
+        """The image with each detection scoring at least `draw_score_threshold` boxed and
+        labelled (category name, score); the summary lists them."""
+        answer = self.serving_signatures(models)["serving_default"](tf.constant([image_bytes]))
+        count = int(answer["num_detections"][0])
+        scores = answer["scores"][0, :count].numpy()
+        keep = scores >= self.draw_score_threshold
+        boxes = answer["boxes"][0, :count].numpy()[keep]
+        classes = answer["classes"][0, :count].numpy()[keep]
+        names = {c["id"]: c["name"] for c in self.input.dataset_info().get("categories", [])}
+        kept = zip(classes, scores[keep], strict=True)
+        labels = [f"{names.get(int(c), int(c))}: {score:.2f}" for c, score in kept]
+        picture = draw_boxes(tf.io.decode_jpeg(image_bytes, channels=3).numpy(), boxes, labels)
+        found = ", ".join(labels) or "nothing"
+        return picture, f"{len(labels)} detections >= {self.draw_score_threshold:g}: {found}"
 
     @staticmethod
     def _max_detections(model) -> int:

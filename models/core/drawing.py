@@ -1,0 +1,47 @@
+"""Predictions drawn onto images for people to look at (`--mode=predict`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+# Distinct, saturated colours, cycled over a drawing's boxes.
+PALETTE = (
+    (230, 25, 75),
+    (60, 180, 75),
+    (255, 225, 25),
+    (0, 130, 200),
+    (245, 130, 48),
+    (145, 30, 180),
+    (70, 240, 240),
+    (240, 50, 230),
+    (210, 245, 60),
+    (250, 190, 212),
+)
+
+
+MIN_SIDE = 512  # smaller images are enlarged (whole multiples) so that labels stay legible
+
+
+def draw_boxes(image: np.ndarray, boxes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """`image` (uint8 [H, W, 3]) with each box ([ymin, xmin, ymax, xmax] pixels) outlined and
+    its label written above it, on a filled strip so it stays readable on any background.
+    An image under MIN_SIDE pixels is drawn enlarged by a whole factor."""
+    zoom = max(1, MIN_SIDE // max(image.shape[:2]))
+    picture = Image.fromarray(image)
+    picture = picture.resize((picture.width * zoom, picture.height * zoom), Image.NEAREST)
+    pen = ImageDraw.Draw(picture)
+    width = max(1, round(max(picture.size) / 256))
+    font = ImageFont.load_default(size=max(12, max(picture.size) // 32))
+    for index, (box, label) in enumerate(zip(np.asarray(boxes) * zoom, labels, strict=True)):
+        ymin, xmin, ymax, xmax = box
+        colour = PALETTE[index % len(PALETTE)]
+        pen.rectangle([xmin, ymin, xmax, ymax], outline=colour, width=width)
+        left, top, right, bottom = pen.textbbox((xmin, ymin), label, font=font)
+        lift = bottom - top + 2
+        strip = [left, max(top - lift, 0), right + 2, max(bottom - lift, 0) + 2]
+        pen.rectangle(strip, fill=colour)
+        pen.text((strip[0] + 1, strip[1]), label, fill=(0, 0, 0), font=font)
+    return np.asarray(picture)
