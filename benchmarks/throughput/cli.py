@@ -11,7 +11,7 @@ from absl import flags, logging
 
 from benchmarks import output, recipes
 from benchmarks.recipes import Recipe, load_recipe
-from benchmarks.throughput import measure, ours
+from benchmarks.throughput import anchors, measure, ours
 from benchmarks.throughput.render import render
 from models.core.errors import UsageError
 from models.core.precision import POLICIES, set_precision
@@ -85,18 +85,17 @@ def _comparison(mine: dict, anchor: dict | None, note: str) -> dict:
 
 
 def run_training(recipe: Recipe, strategy: tf.distribute.Strategy) -> dict:
-    """Ours (and the anchor, for the resnet family) on synthetic input, the device's matmul
-    peak, MFU and the ratio."""
-    from benchmarks.throughput import anchor as mg  # imports Model Garden's experiment registry
-
+    """Ours (and Model Garden's matched experiment, where `anchors` has one) on synthetic
+    input, the device's matmul peak, MFU and the ratio."""
     warmup, steps = FLAGS.warmup_steps, FLAGS.steps
     peaks = [_peak("before")]
     output.progress(f"ours: {recipe.path} ({recipe.model}), {warmup} warm-up + {steps} steps ...")
     trainer = ours.build_trainer(recipe, strategy)
     mine, anchor = ours.measure_ours(trainer, recipe, warmup, steps), None
-    if mg.supports(recipe, trainer.task):
-        output.progress(f"anchor: Model Garden {mg.EXPERIMENT}, same steps ...")
-        anchor = mg.measure_anchor(trainer, FLAGS.precision, strategy, warmup, steps)
+    model_garden = anchors.find(recipe, trainer.task)
+    if model_garden is not None:
+        output.progress(f"anchor: Model Garden {model_garden.EXPERIMENT}, same steps ...")
+        anchor = model_garden.measure_anchor(trainer, FLAGS.precision, strategy, warmup, steps)
     peaks.append(_peak("after"))
     peak = max(peaks, key=lambda p: p["flops_per_s"])
     for side in filter(None, (mine, anchor)):
@@ -111,7 +110,7 @@ def run_training(recipe: Recipe, strategy: tf.distribute.Strategy) -> dict:
         "peak_samples_flops_per_s": [p["flops_per_s"] for p in peaks],
         "ours": mine,
         "anchor": anchor,
-        **_comparison(mine, anchor, mg.NO_ANCHOR),
+        **_comparison(mine, anchor, anchors.NO_ANCHOR),
     }
 
 

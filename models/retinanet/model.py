@@ -67,7 +67,9 @@ def retinanet(
         ),
     )
     input_specs = tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3])
-    return factory.build_retinanet(input_specs, config)
+    model = factory.build_retinanet(input_specs, config)
+    model.retinanet_config = config  # what Model Garden's own task needs to build the same net
+    return model
 
 
 # torchvision's retinanet_resnet50_fpn (RetinaNet_ResNet50_FPN_Weights.COCO_V1 model card,

@@ -11,8 +11,8 @@ import tf_keras
 from zoo_testing import PYTHON
 
 from benchmarks.recipes import load_recipe
+from benchmarks.throughput import anchors, measure, ours
 from benchmarks.throughput import input as pipelines
-from benchmarks.throughput import measure, ours
 from benchmarks.throughput.render import render
 from models.core.errors import UsageError
 
@@ -86,8 +86,22 @@ def test_other_family_default_recipe_runs_on_synthetic_input_without_anchor(cli_
     assert result["anchor"] is None and result["ratio_ours_to_anchor"] is None
     assert "ImageClassificationTask.synthetic_inputs" in result["input"]
     table = render(result)
-    assert "no anchor: Model Garden's 'resnet_imagenet' matches the resnet family only" in table
+    assert anchors.NO_ANCHOR in table and "'retinanet_resnetfpn_coco' (retinanet)" in table
     assert table.count("| this project") == 1 and "Model Garden: exp_factory" not in table
+
+
+@pytest.mark.slow
+def test_retinanet_default_recipe_against_model_gardens_own_task(cli_env, digit_scenes_dir):
+    args = ["--recipe=retinanet/default", "--batch=2", "--precision=float32", "--steps=1"]
+    args += ["--warmup_steps=1", "--peak_size=64", "--json"]
+    done = _throughput(*args, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["anchor"]["name"].startswith("Model Garden: exp_factory 'retinanet_resnetfpn")
+    assert result["params_match"] and result["ratio_ours_to_anchor"] > 0
+    matched = result["anchor"]["matched"]
+    assert matched["model"]["num_classes"] == matched["num_classes"] == 6  # 5 digits + background
+    assert matched["model"]["backbone"]["resnet"]["model_id"] == 18
 
 
 def test_input_only_on_digits_gives_images_per_second_for_both(digits_dir):

@@ -1,39 +1,30 @@
-"""The anchor: Model Garden's own resnet_imagenet task and trainer, set to match our recipe and
-fed the same synthetic input. Model Garden has no such experiment for the other families."""
+"""The ResNet anchor: Model Garden's own resnet_imagenet task and trainer, set to match our
+recipe and fed the same synthetic input."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 import tf_keras
-from official.core import base_trainer, exp_factory, task_factory, train_utils
-from official.modeling import performance
+from official.core import exp_factory
 from official.vision.configs import image_classification as _configs  # noqa: F401 - registers
 from official.vision.tasks import image_classification as _tasks  # noqa: F401 - registers
 
 from benchmarks.recipes import Recipe
 from benchmarks.throughput import measure
+from benchmarks.throughput.anchors import EXPERIMENTS
+from benchmarks.throughput.anchors.model_garden import gpus_in, time_on_our_input
 from models.core import optimization
 from models.core.task import Task
 from models.core.tasks.image_classification import ImageClassificationTask
-from models.core.trainer import SYNTHETIC, Trainer, distributed_dataset
+from models.core.trainer import Trainer
 
-EXPERIMENT = "resnet_imagenet"
 FAMILY = "resnet"
-NO_ANCHOR = (
-    f"no anchor: Model Garden's '{EXPERIMENT}' matches the {FAMILY} family only, so only "
-    "this project's trainer is measured"
-)
+EXPERIMENT = EXPERIMENTS[FAMILY]
 
 
 def supports(recipe: Recipe, task: Task) -> bool:
     """Whether the anchor can train what the recipe trains: a ResNet image classifier."""
     return recipe.family == FAMILY and isinstance(task, ImageClassificationTask)
-
-
-def _gpus_in(strategy: tf.distribute.Strategy) -> int:
-    """GPUs the strategy runs on (Model Garden turns on XLA only when runtime.num_gpus > 0)."""
-    devices = strategy.extended.worker_devices
-    return sum(tf.DeviceSpec.from_string(d).device_type == "GPU" for d in devices)
 
 
 def matched_settings(model: tf_keras.Model, task: ImageClassificationTask) -> dict:
@@ -78,18 +69,6 @@ def anchor_config(ours: dict, batch: int, precision: str, num_gpus: int = 0):
     return config
 
 
-def build_trainer(config, strategy: tf.distribute.Strategy, dataset) -> base_trainer.Trainer:
-    """Model Garden's task, model, optimizer and Trainer on `dataset` (a distributed one)."""
-    performance.set_mixed_precision_policy(config.runtime.mixed_precision_dtype)
-    with strategy.scope():
-        task = task_factory.get_task(config.task)
-        model = task.build_model()
-        optimizer = train_utils.create_optimizer(task, config)
-        return base_trainer.Trainer(
-            config, task, model, optimizer, train=True, evaluate=False, train_dataset=dataset
-        )
-
-
 def measure_anchor(
     ours: Trainer, precision: str, strategy: tf.distribute.Strategy, warmup_steps: int, steps: int
 ) -> dict:
@@ -97,10 +76,8 @@ def measure_anchor(
     our trainer and fed our task's synthetic input."""
     batch = ours.global_batch_size
     matched = matched_settings(ours.models["model"], ours.task)
-    config = anchor_config(matched, batch, precision, _gpus_in(strategy))
-    dataset = distributed_dataset(strategy, ours.task, SYNTHETIC, batch)
-    trainer = build_trainer(config, strategy, dataset)
-    seconds = measure.time_orbit_trainer(trainer, warmup_steps, steps)
+    config = anchor_config(matched, batch, precision, gpus_in(strategy))
+    trainer, seconds = time_on_our_input(config, ours, strategy, warmup_steps, steps)
     size, runtime = matched["image_size"], config.runtime
     return {
         "name": f"Model Garden: exp_factory '{EXPERIMENT}', official.core.base_trainer.Trainer",
