@@ -19,6 +19,7 @@ RECIPES = sorted(
     if p.parent.name not in ("slices", "data")
 )
 IMAGENET = [r for r in RECIPES if "imagenet" in r]
+COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 
@@ -37,12 +38,23 @@ def _resolved(files: list[str], slice_name: str | None = None) -> tuple[set[str]
     return bindings, settings.global_batch_size
 
 
-def test_every_family_has_a_default_and_an_imagenet_recipe():
+def test_every_family_has_a_default_and_a_real_dataset_recipe():
     families = {r.split("/")[0] for r in RECIPES}
     assert {"amoebanet", "efficientnet", "inception", "mnasnet", "mobilenet", "resnet"} <= families
+    assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        assert any(r.startswith(f"{family}/") for r in IMAGENET), family
+        assert any(r.startswith(f"{family}/") for r in IMAGENET + COCO), family
+
+
+@pytest.mark.parametrize("recipe", COCO)
+def test_coco_recipe_builds_a_detector_of_coco_size_with_an_ap_target(recipe):
+    gin_config.parse([recipe], [])
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    assert task.input.image_size == 640 and task.primary_metric == "AP"
+    settings = TrainSettings()
+    assert settings.target_metric == "AP" and 0.3 < settings.target_value < 0.5
 
 
 @pytest.mark.parametrize("recipe", IMAGENET)
