@@ -78,11 +78,12 @@ def checkpoint_files(model_dir) -> dict[str, bytes]:
 
 
 def latest_step(model_dir) -> int:
-    """Step of the latest checkpoint in model_dir (0 when there is none)."""
-    import tensorflow as tf
+    """Step of the newest intact checkpoint in model_dir's files (0 when there is none): what a
+    rerun resumes from, even when a kill came between a save and its state-file update."""
+    from models.core.checkpoint import intact_checkpoints
 
-    path = tf.train.latest_checkpoint(str(model_dir))
-    return int(path.rsplit("-", 1)[1]) if path else 0
+    prefixes = intact_checkpoints(str(model_dir))
+    return int(prefixes[-1].rsplit("-", 1)[1]) if prefixes else 0
 
 
 def wait_for(predicate: Callable[[], bool], process: subprocess.Popen, timeout: float = 600):
