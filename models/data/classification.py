@@ -28,6 +28,7 @@ from models.data.records import (
     NOT_JPEG,
     budgeted,
     check_images,
+    check_split,
     count_records,
     find_files,
     per_replica_batch,
@@ -158,7 +159,7 @@ class ClassificationInput:
 
     def files(self, split: str) -> list[str]:
         """Sorted TFRecord files of split ('train' or 'validation')."""
-        training = self._check_split(split) == "train"
+        training = check_split(split) == "train"
         pattern = self.train_pattern if training else self.eval_pattern
         return find_files(self.data_dir, pattern, split)
 
@@ -170,7 +171,7 @@ class ClassificationInput:
 
     def num_examples(self, split: str) -> int:
         """Examples in split: explicit argument, else dataset_info.json, else counted records."""
-        training = self._check_split(split) == "train"
+        training = check_split(split) == "train"
         explicit = self.num_train_examples if training else self.num_eval_examples
         if explicit is not None:
             return int(explicit)
@@ -180,15 +181,6 @@ class ClassificationInput:
         if split not in self._counted:
             self._counted[split] = count_records(self.files(split))
         return self._counted[split]
-
-    @staticmethod
-    def _check_split(split: str) -> str:
-        """split itself, or UsageError when it is not a known split."""
-        if split not in SPLITS:
-            raise UsageError(
-                f"unknown split '{split}'{nearest(split, SPLITS)}; expected train or validation"
-            )
-        return split
 
     # ------------------------------------------------------------ datasets
 

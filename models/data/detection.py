@@ -14,11 +14,12 @@ from official.vision.dataloaders import retinanet_input, tf_example_decoder
 from official.vision.ops import preprocess_ops
 
 from models.core.anchors import Anchors
-from models.core.errors import UsageError, nearest
+from models.core.errors import UsageError
 from models.core.precision import DTYPES
-from models.data.imagenet_schema import INFO_FILE
+from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.records import (
     check_images,
+    check_split,
     count_records,
     find_files,
     per_replica_batch,
@@ -28,7 +29,6 @@ from models.data.records import (
     sharded_records,
 )
 
-SPLITS = ("train", "validation")
 PAD_SOURCE_ID = -1  # evaluation padding: aggregate_logs drops these rows
 _SAMPLE_RECORDS = 2  # images decoded per shard before a run
 _AUTOTUNE = tf.data.AUTOTUNE
@@ -90,7 +90,7 @@ class DetectionInput:
         return self._resolved_dir
 
     def files(self, split: str) -> list[str]:
-        return find_files(self.data_dir, self.patterns[_check_split(split)], split)
+        return find_files(self.data_dir, self.patterns[check_split(split)], split)
 
     def dataset_info(self) -> dict:
         """dataset_info.json of the data directory, as the COCO converter writes it."""
@@ -114,14 +114,14 @@ class DetectionInput:
 
     def num_examples(self, split: str) -> int:
         """Images in split: dataset_info.json's count, else the records counted."""
-        key = f"num_{_check_split(split)}_examples"
+        key = f"num_{check_split(split)}_examples"
         count = self.dataset_info().get(key)
         return int(count) if count is not None else count_records(self.files(split))
 
     def annotation_file(self, split: str) -> str | None:
         """The split's COCO instances JSON beside the shards (pycocotools' ground truth), or
         None: then the ground truth comes from the records themselves."""
-        path = os.path.join(self.data_dir, f"instances_{_check_split(split)}.json")
+        path = os.path.join(self.data_dir, f"instances_{check_split(split)}.json")
         return path if tf.io.gfile.exists(path) else None
 
     # ------------------------------------------------------------ datasets
@@ -200,14 +200,6 @@ class DetectionInput:
             files = self.files(split)
             for path, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
                 check_images(path, records)
-
-
-def _check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise UsageError(
-            f"unknown split '{split}'{nearest(split, SPLITS)}; expected train or validation"
-        )
-    return split
 
 
 def _blank(image: tf.Tensor, labels: dict) -> tuple[tf.Tensor, dict]:

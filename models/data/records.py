@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from models.core.errors import UsageError, first_line
+from models.core.errors import UsageError, first_line, nearest
 from models.data import builtin as builtin_datasets
-from models.data.imagenet_schema import ENCODED, JPEG_START
+from models.data.imagenet_schema import ENCODED, JPEG_START, SPLITS
 
 IMAGE_ERROR = "cannot decode image/encoded as a JPEG"  # Matched ("decode") by core.errors.
 NOT_JPEG = f"{IMAGE_ERROR}: it does not start with the JPEG marker ff d8"
@@ -33,6 +33,15 @@ def resolve_data_dir(data_dir: str | None, builtin: str) -> str:
         what = "is not a directory" if tf.io.gfile.exists(data_dir) else "does not exist"
         raise UsageError(f"--data_dir {data_dir} {what}")
     return data_dir
+
+
+def check_split(split: str) -> str:
+    """split itself, or UsageError when it is not one of the pipelines' splits."""
+    if split not in SPLITS:
+        raise UsageError(
+            f"unknown split '{split}'{nearest(split, SPLITS)}; expected train or validation"
+        )
+    return split
 
 
 def find_files(data_dir: str, pattern: str, split: str) -> list[str]:
