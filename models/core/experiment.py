@@ -29,6 +29,7 @@ from models.core.trainer import Evaluator, Trainer, build_training_state
 
 EVALUATING_MODES = ("eval", "train_and_eval", "continuous_eval")
 TRAINING_MODES = ("train", "train_and_eval")
+_ALSO = "train.also_reach"
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Experiment:
         self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
         self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
         self.target = self._target()
+        self.also_reach = self._also_reach()
         self.state = build_training_state(task, strategy, self.plan)
         self.models, self.optimizers = self.state.models, self.state.optimizers
         self.global_step, self.averages = self.state.global_step, self.state.averages
@@ -116,10 +118,21 @@ class Experiment:
         name, value = self.settings.target_metric, self.settings.target_value
         if name is None or value is None:
             return None
+        return self._checked_target(name, value, f"--target_value={value:g}")
+
+    def _also_reach(self) -> tuple[Target, ...]:
+        """`train.also_reach`'s targets, which a run needs besides its own to stop."""
+        if self.target is None:
+            return ()
+        also = (self.settings.also_reach or {}).items()
+        return tuple(self._checked_target(n, v, f"{_ALSO}['{n}'] = {v:g}") for n, v in also)
+
+    def _checked_target(self, name: str, value: float, setting: str) -> Target:
+        """A target the metric's range admits (else UsageError naming `setting`)."""
         bounds = self.task.metric_range(name)
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
             raise UsageError(
-                f"--target_value={value:g}: {name} lies in [{bounds[0]:g}, {bounds[1]:g}], so "
+                f"{setting}: {name} lies in [{bounds[0]:g}, {bounds[1]:g}], so "
                 "the run could never reach it (accuracies are fractions: 0.97, not 97)"
             )
         return Target(name, float(value), self.task.is_lower_better(name))
@@ -150,11 +163,18 @@ class Experiment:
             return
         known = [name for e in self.evaluators.values() for name in e.metric_names()]
         scored_outside = type(self.task).reduce_aggregated_logs is not Task.reduce_aggregated_logs
-        if self.target.metric not in known and not scored_outside:
-            raise UsageError(
-                f"--target_metric={self.target.metric} is not an eval metric"
-                f"{nearest(self.target.metric, known)} (have: {', '.join(known)})"
-            )
+        for target in (self.target, *self.also_reach):
+            if target.metric not in known and not scored_outside:
+                raise UsageError(
+                    f"{self._naming(target)} is not an eval metric"
+                    f"{nearest(target.metric, known)} (have: {', '.join(known)})"
+                )
+
+    def _naming(self, target: Target) -> str:
+        """The setting that names `target`'s metric, for error lines."""
+        if target is self.target:
+            return f"--target_metric={target.metric}"
+        return f"{_ALSO}['{target.metric}']"
 
     def _build_trainer(self) -> Trainer:
         settings = self.settings
@@ -192,6 +212,7 @@ class Experiment:
             target_metric=target.metric if target else None,
             target_value=target.value if target else None,
             target_direction=target.direction if target else None,
+            also_reach={t.metric: t.value for t in self.also_reach} or None,
         )
         return RunRecorder(
             options.model_dir,
@@ -361,15 +382,18 @@ class Experiment:
         return self._reached(step, fresh, metrics)
 
     def _reached(self, step: int, fresh: dict, metrics: dict) -> bool:
-        target = self.target
-        if target is None or not fresh:
+        """Whether this round reached the target, and every `also_reach` target stands."""
+        if self.target is None or not fresh:
             return False
-        if target.metric not in metrics and step >= self.plan.total_steps:
-            raise UsageError(
-                f"--target_metric={target.metric} is not an eval metric "
-                f"(have: {', '.join(metrics)})"
-            )
-        return target.metric in fresh and target.reached(fresh[target.metric])
+        targets = (self.target, *self.also_reach)
+        for target in targets:
+            if target.metric not in metrics and step >= self.plan.total_steps:
+                raise UsageError(
+                    f"{self._naming(target)} is not an eval metric (have: {', '.join(metrics)})"
+                )
+        return self.target.metric in fresh and all(
+            t.metric in metrics and t.reached(metrics[t.metric]) for t in targets
+        )
 
     def _dispatcher_watch(self):
         """With a tf.data service, a watch that ends a run whose dispatcher went silent."""

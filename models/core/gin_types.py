@@ -37,7 +37,10 @@ def _matches(value: object, expected: object) -> bool:
         item = args[0] if args else object
         return isinstance(value, (tuple, list)) and all(_matches(v, item) for v in value)
     if origin is dict:
-        return isinstance(value, dict)
+        key, item = args or (object, object)
+        if not isinstance(value, dict):
+            return False
+        return all(_matches(k, key) and _matches(v, item) for k, v in value.items())
     if origin is Callable or expected is Callable:
         return callable(value)
     if expected is typing.Any or expected is object:
@@ -55,7 +58,7 @@ def _describe(expected: object) -> str:
     if origin is tuple:
         return f"a tuple of {_describe(args[0]) if args else 'values'}"
     if origin is dict:
-        return "a dict"
+        return f"a dict of {_describe(args[0])} to {_describe(args[1])}" if args else "a dict"
     if origin is Callable or expected is Callable:
         return "a callable"
     name = getattr(expected, "__name__", str(expected))

@@ -37,6 +37,7 @@ class RunInfo:
     target_metric: str | None
     target_value: float | None
     target_direction: str | None = None  # "higher" or "lower": which way the metric improves
+    also_reach: dict | None = None  # further targets the run needed to stop (train.also_reach)
 
 
 @dataclass

@@ -4,6 +4,7 @@ test-only tasks (tests/core/contract_tasks.py) shaped like the families still to
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -200,6 +201,41 @@ def test_a_lower_is_better_target_stops_the_run_when_reached(tmp_path):
     assert record["time_to_accuracy_s"] > 0
     log = next((tmp_path / "records").glob("*.mlperf.log")).read_text()
     assert '"status": "success"' in log
+
+
+@pytest.mark.slow
+def test_a_run_stops_only_when_every_also_reach_target_stands_too(tmp_path):
+    experiment = _experiment(
+        RegressionTask(),
+        tmp_path,
+        "train.global_batch_size = 16",
+        "train.steps = 1000",
+        "evaluation.every_steps = 10",
+        "learning_rate.base_lr = 0.05",
+        'train.target_metric = "mse"',
+        "train.target_value = 1.0",
+        'train.also_reach = {"mae": 0.05}',
+    )
+    results = experiment.run()
+    assert results["mse"] <= 1.0 and results["mae"] <= 0.05
+    record = latest_record(tmp_path)
+    assert record["status"] == "success" and record["also_reach"] == {"mae": 0.05}
+    curve = record["eval_curve"]
+    passed_mse_alone = [p for p in curve[:-1] if p["mse"] <= 1.0]
+    assert passed_mse_alone and all(p["mae"] > 0.05 for p in passed_mse_alone)
+
+
+@pytest.mark.parametrize(
+    ("binding", "message"),
+    [
+        ('train.also_reach = {"mea": 0.05}', "train.also_reach['mea'] is not an eval metric"),
+        ('train.also_reach = {"mae": "low"}', "expected a dict of str to a number or None"),
+    ],
+)
+def test_a_bad_also_reach_target_is_one_line(tmp_path, binding, message):
+    bindings = ['train.target_metric = "mse"', "train.target_value = 1.0", "train.steps = 20"]
+    with pytest.raises(UsageError, match=re.escape(message)):
+        _experiment(RegressionTask(), tmp_path, *bindings, binding).run()
 
 
 # ---------------------------------------------------------------- steps, no dataset size
