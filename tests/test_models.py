@@ -25,6 +25,7 @@ from models.core.trainer import Trainer, build_training_state
 pytestmark = pytest.mark.slow  # every variant built full size: minutes on 2 cores
 NAMES = registry.list_models()
 TINY = {"batch": 2, "classes": 3, "image_size": 32}
+DETECTION_TASKS = ("DetectionTask", "InstanceSegmentationTask")  # on the built-in scenes
 
 
 def _cases() -> list:
@@ -55,7 +56,7 @@ def test_full_size_parameter_count(name, figure):
     config = {"num_classes": 1000, **(figure.config if figure else {})}
     model = registry.create_model(name, **config)
     size = config.get("image_size", entry.image_size)
-    if entry.task == "DetectionTask":  # a subclassed model: its backbone takes the image
+    if entry.task in DETECTION_TASKS:  # a subclassed model: its backbone takes the image
         assert model.backbone.input_shape == (None, size, size, 3)
     else:
         network = model.network if isinstance(model, AuxiliaryLogits) else model  # eval's
@@ -77,7 +78,7 @@ def _eagerly():
 def test_one_training_step_on_tiny_input(name, _eagerly):
     entry = registry.model_entry(name)
     size = max(TINY["image_size"], entry.min_image_size)
-    if entry.task == "DetectionTask":  # the built-in scenes' own classes
+    if entry.task in DETECTION_TASKS:  # the built-in scenes' own classes
         gin.parse_config([f"detection_input.image_size = {size}"])
     else:
         gin.parse_config(

@@ -1,10 +1,12 @@
-"""The anchor grid of single-stage detectors (RetinaNet, SSD): pyramid levels, scales and
-aspect ratios per location, and how ground truth is matched to anchors. The input pipeline
-labels anchors with it and the model sizes its heads from it, so both read one setting."""
+"""The anchor grid of single-stage detectors (RetinaNet, SSD) and of region proposal networks
+(Faster/Mask R-CNN): pyramid levels, scales and aspect ratios per location, and how ground
+truth is matched to anchors. The input pipeline labels anchors with it and the model sizes its
+heads from it, so both read one setting."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import gin
 
@@ -26,20 +28,24 @@ class Anchors:
     anchor_size: float = 4.0
     match_threshold: float = 0.5
     unmatched_threshold: float = 0.5
+    #: The gin name, in error messages.
+    scope: ClassVar[str] = "anchors"
 
     def __post_init__(self):
         self.aspect_ratios = tuple(self.aspect_ratios)
-        check_field_types(self, "anchors")
+        check_field_types(self, self.scope)
         if not 1 <= self.min_level <= self.max_level:
             raise UsageError(
-                f"anchors.min_level = {self.min_level}, max_level = {self.max_level}: need "
-                "1 <= min_level <= max_level"
+                f"{self.scope}.min_level = {self.min_level}, max_level = {self.max_level}: "
+                "need 1 <= min_level <= max_level"
             )
         if self.num_scales < 1 or not self.aspect_ratios or self.anchor_size <= 0:
-            raise UsageError("anchors: num_scales, aspect_ratios and anchor_size must be positive")
+            raise UsageError(
+                f"{self.scope}: num_scales, aspect_ratios and anchor_size must be positive"
+            )
         if not 0 < self.unmatched_threshold <= self.match_threshold <= 1:
             raise UsageError(
-                "anchors: need 0 < unmatched_threshold <= match_threshold <= 1, got "
+                f"{self.scope}: need 0 < unmatched_threshold <= match_threshold <= 1, got "
                 f"{self.unmatched_threshold} and {self.match_threshold}"
             )
 
@@ -53,5 +59,32 @@ class Anchors:
         stride = 2**self.max_level
         if image_size % stride:
             raise UsageError(
-                f"{owner} = {image_size} is not a multiple of 2**anchors.max_level = {stride}"
+                f"{owner} = {image_size} is not a multiple of 2**{self.scope}.max_level = {stride}"
+            )
+
+
+@gin.configurable("rpn_anchors")
+@dataclass
+class RpnAnchors(Anchors):
+    """A region proposal network's anchors (Faster R-CNN, Ren et al. 2015; with FPN, Lin et
+    al. 2017): levels P2-P6, one scale x 3 aspect ratios, base size 8 x stride; IoU >= 0.7
+    positive, < 0.3 negative, and `batch_size_per_im` anchors sampled per image, at most
+    `fg_fraction` of them positive (Model Garden's maskrcnn_resnetfpn_coco)."""
+
+    min_level: int = 2
+    max_level: int = 6
+    num_scales: int = 1
+    anchor_size: float = 8.0
+    match_threshold: float = 0.7
+    unmatched_threshold: float = 0.3
+    batch_size_per_im: int = 256
+    fg_fraction: float = 0.5
+    scope: ClassVar[str] = "rpn_anchors"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.batch_size_per_im < 1 or not 0 < self.fg_fraction <= 1:
+            raise UsageError(
+                "rpn_anchors: need batch_size_per_im >= 1 and 0 < fg_fraction <= 1, got "
+                f"{self.batch_size_per_im} and {self.fg_fraction}"
             )

@@ -45,3 +45,13 @@ def draw_boxes(image: np.ndarray, boxes: np.ndarray, labels: Sequence[str]) -> n
         pen.rectangle(strip, fill=colour)
         pen.text((strip[0] + 1, strip[1]), label, fill=(0, 0, 0), font=font)
     return np.asarray(picture)
+
+
+def draw_masks(image: np.ndarray, masks: np.ndarray, opacity: float = 0.45) -> np.ndarray:
+    """`image` (uint8 [H, W, 3]) with each binary mask ([N, H, W], on the image) tinted in the
+    colour `draw_boxes` gives the box of the same index, so that mask and box match."""
+    tinted = image.astype(np.float32)
+    for index, mask in enumerate(np.asarray(masks, bool)):
+        colour = np.array(PALETTE[index % len(PALETTE)], np.float32)
+        tinted[mask] = (1 - opacity) * tinted[mask] + opacity * colour
+    return np.round(tinted).astype(np.uint8)

@@ -1,19 +1,21 @@
 """COCO-schema TFRecords (as Model Garden's create_coco_tf_record writes them) -> per-replica
-batches of images and anchor labels for single-stage detectors. Model Garden's decoder and
-RetinaNet parser do the per-example work (flip, scale jitter, resize, anchor matching); this
+batches of images and anchor labels for single-stage detectors, or RPN labels, boxes and masks
+for two-stage ones (Faster/Mask R-CNN). Model Garden's decoder and RetinaNet or Mask R-CNN
+parser do the per-example work (flip, scale jitter, resize, anchor matching, mask crops); this
 module reads the shards, pads evaluation to whole batches and checks the data before a run."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import gin
 import tensorflow as tf
-from official.vision.dataloaders import retinanet_input, tf_example_decoder
+from official.vision.dataloaders import maskrcnn_input, retinanet_input, tf_example_decoder
 from official.vision.ops import preprocess_ops
 
-from models.core.anchors import Anchors
+from models.core.anchors import Anchors, RpnAnchors
 from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.imagenet_schema import INFO_FILE, SPLITS
@@ -34,13 +36,24 @@ _SAMPLE_RECORDS = 2  # images decoded per shard before a run
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
-@gin.configurable("detection_input")
+@dataclass(frozen=True)
+class RcnnTargets:
+    """What a two-stage task asks of the input instead of RetinaNet's anchor labels: Model
+    Garden's Mask R-CNN parser outputs (RPN labels on `rpn_anchors`, padded boxes and classes)
+    plus, with `include_mask`, each instance's mask cropped to its box at `mask_crop_size`."""
+
+    include_mask: bool = True
+    mask_crop_size: int = 112
+
+
+@gin.configurable("detection_input", denylist=["rcnn"])
 class DetectionInput:
     """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
     flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
 
     `num_classes` counts the background (class 0), as Model Garden does (COCO: 91); by default
-    it is the data's largest category id + 1, from dataset_info.json.
+    it is the data's largest category id + 1, from dataset_info.json. `rcnn` (set by the
+    task, not gin) switches the labels from RetinaNet's to Faster/Mask R-CNN's.
     """
 
     def __init__(
@@ -59,6 +72,7 @@ class DetectionInput:
         shuffle_buffer: int = 1000,
         cycle_length: int = 16,
         dtype: str = "float32",
+        rcnn: RcnnTargets | None = None,
     ):
         if dtype not in DTYPES:
             raise UsageError(f"detection_input.dtype must be one of {', '.join(DTYPES)}")
@@ -75,7 +89,8 @@ class DetectionInput:
         self.skip_crowd_during_training = skip_crowd_during_training
         self.shuffle_buffer, self.cycle_length = shuffle_buffer, cycle_length
         self.dtype = dtype
-        self.anchors = Anchors()
+        self.rcnn = rcnn
+        self.anchors = Anchors() if rcnn is None else RpnAnchors()
         self.anchors.check_image_size(image_size, "detection_input.image_size")
         self._resolved_dir: str | None = None
         self._info: dict | None = None
@@ -151,31 +166,54 @@ class DetectionInput:
         return dataset.with_options(options)
 
     def _parse_fn(self, training: bool):
-        """serialized record -> (image, labels), through Model Garden's decoder and parser."""
-        decoder = tf_example_decoder.TfExampleDecoder(include_mask=False)
-        parse = self.parser().parse_fn(training)
+        """serialized record -> (image, labels), through Model Garden's decoder and parser;
+        masks are decoded for training only (COCO mask AP reads the instances JSON)."""
+        masks = training and self.rcnn is not None and self.rcnn.include_mask
+        decoder = tf_example_decoder.TfExampleDecoder(include_mask=masks)
+        parser = self.parser() if self.rcnn is None else self.rcnn_parser(masks)
+        parse = parser.parse_fn(training)
         return lambda record: parse(decoder.decode(record))
 
     def parser(self) -> retinanet_input.Parser:
         """Model Garden's RetinaNet parser with this input's augmentation and anchors."""
+        return retinanet_input.Parser(
+            match_threshold=self.anchors.match_threshold,
+            unmatched_threshold=self.anchors.unmatched_threshold,
+            **self._parser_settings(),
+        )
+
+    def rcnn_parser(self, include_mask: bool) -> maskrcnn_input.Parser:
+        """Model Garden's Mask R-CNN parser with this input's augmentation, RPN anchors and
+        mask crop size (an input built with `rcnn` only)."""
+        anchors = self.anchors
+        return maskrcnn_input.Parser(
+            rpn_match_threshold=anchors.match_threshold,
+            rpn_unmatched_threshold=anchors.unmatched_threshold,
+            rpn_batch_size_per_im=anchors.batch_size_per_im,
+            rpn_fg_fraction=anchors.fg_fraction,
+            include_mask=include_mask,
+            mask_crop_size=self.rcnn.mask_crop_size,
+            **self._parser_settings(),
+        )
+
+    def _parser_settings(self) -> dict:
+        """What both of Model Garden's parsers take alike: sizes, anchor grid, augmentation."""
         anchors = self.anchors
         flip, scale_min, scale_max = self.augmentation
-        return retinanet_input.Parser(
-            output_size=[self.image_size, self.image_size],
-            min_level=anchors.min_level,
-            max_level=anchors.max_level,
-            num_scales=anchors.num_scales,
-            aspect_ratios=list(anchors.aspect_ratios),
-            anchor_size=anchors.anchor_size,
-            match_threshold=anchors.match_threshold,
-            unmatched_threshold=anchors.unmatched_threshold,
-            aug_rand_hflip=flip,
-            aug_scale_min=scale_min,
-            aug_scale_max=scale_max,
-            skip_crowd_during_training=self.skip_crowd_during_training,
-            max_num_instances=self.max_num_instances,
-            dtype=self.dtype,
-        )
+        return {
+            "output_size": [self.image_size, self.image_size],
+            "min_level": anchors.min_level,
+            "max_level": anchors.max_level,
+            "num_scales": anchors.num_scales,
+            "aspect_ratios": list(anchors.aspect_ratios),
+            "anchor_size": anchors.anchor_size,
+            "aug_rand_hflip": flip,
+            "aug_scale_min": scale_min,
+            "aug_scale_max": scale_max,
+            "skip_crowd_during_training": self.skip_crowd_during_training,
+            "max_num_instances": self.max_num_instances,
+            "dtype": self.dtype,
+        }
 
     def decode_for_serving(self, image_bytes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Scalar JPEG string -> (normalised, resized and padded image, image_info), as the

@@ -13,12 +13,16 @@ from official.vision.losses import focal_loss, loss_utils
 
 from models import registry
 from models.core import optimization
-from models.core.coco_metrics import METRIC_RANGES, CocoMetrics
-from models.core.drawing import draw_boxes
+from models.core.coco_metrics import METRIC_RANGES
 from models.core.task import Models, Task
-from models.data.detection import PAD_SOURCE_ID, DetectionInput
-
-_PREDICTIONS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
+from models.core.tasks.detection_outputs import (
+    add_to_coco,
+    detect_for_coco,
+    draw_detections,
+    jpeg_serving,
+    max_detections,
+)
+from models.data.detection import DetectionInput
 
 
 @gin.configurable
@@ -106,31 +110,11 @@ class DetectionTask(Task):
 
     def validation_step(self, inputs, models, metrics, evaluation):
         images, labels = inputs
-        outputs = models["model"](
-            images,
-            anchor_boxes=labels["anchor_boxes"],
-            image_shape=labels["image_info"][:, 1, :],
-            training=False,
-        )
-        predictions = {key: outputs[key] for key in _PREDICTIONS}
-        scale = tf.tile(tf.cast(labels["image_info"][:, 2:3, :], tf.float32), [1, 1, 2])
-        predictions["detection_boxes"] = outputs["detection_boxes"] / scale  # original pixels
-        predictions["source_id"] = labels["groundtruths"]["source_id"]
-        predictions["image_info"] = labels["image_info"]
-        return {"groundtruths": labels["groundtruths"], "predictions": predictions}
+        return detect_for_coco(models["model"], images, labels)  # boxes in original pixels
 
     def aggregate_logs(self, state, step_outputs, evaluation):
         """Feeds one step's gathered detections (padding images dropped) to COCO AP."""
-        if state is None:
-            state = CocoMetrics(self.input.annotation_file(evaluation.split))
-        real = step_outputs["groundtruths"]["source_id"] != PAD_SOURCE_ID
-        if np.any(real):
-            groundtruths, predictions = (
-                {key: value[real] for key, value in step_outputs[part].items()}
-                for part in ("groundtruths", "predictions")
-            )
-            state.update(groundtruths, predictions)
-        return state
+        return add_to_coco(state, step_outputs, self.input.annotation_file(evaluation.split))
 
     def reduce_aggregated_logs(self, state, evaluation) -> dict[str, float]:
         return state.result() if state is not None else {}
@@ -138,58 +122,11 @@ class DetectionTask(Task):
     # ------------------------------------------------------------------ export
 
     def serving_signatures(self, models: Models):
-        model, detections = models["model"], self._max_detections(models["model"])
-
-        def predict(image_bytes):
-            signature = (
-                tf.TensorSpec([self.input.image_size] * 2 + [3], tf.as_dtype(self.input.dtype)),
-                tf.TensorSpec([4, 2], tf.float32),
-            )
-            images, info = tf.map_fn(
-                self.input.decode_for_serving, image_bytes, fn_output_signature=signature
-            )
-            outputs = model(images, image_shape=info[:, 1, :], training=False)
-            scale = tf.tile(info[:, 2:3, :], [1, 1, 2])
-            return {
-                "boxes": tf.cast(outputs["detection_boxes"], tf.float32) / scale,
-                "classes": tf.cast(outputs["detection_classes"], tf.int32),
-                "scores": tf.cast(outputs["detection_scores"], tf.float32),
-                "num_detections": tf.cast(outputs["num_detections"], tf.int32),
-            }
-
-        def nothing():
-            return {
-                "boxes": tf.zeros([0, detections, 4]),
-                "classes": tf.zeros([0, detections], tf.int32),
-                "scores": tf.zeros([0, detections]),
-                "num_detections": tf.zeros([0], tf.int32),
-            }
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
-        def serve(image_bytes):
-            """Each image's detections: boxes [ymin, xmin, ymax, xmax] in its own pixels,
-            COCO category ids, scores, and how many of the rows are real."""
-            return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
-
-        return {"serving_default": serve}
+        model = models["model"]
+        return {"serving_default": jpeg_serving(self.input, model, max_detections(model))}
 
     def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[np.ndarray, str]:
         """The image with each detection scoring at least `draw_score_threshold` boxed and
         labelled (category name, score); the summary lists them."""
-        answer = self.serving_signatures(models)["serving_default"](tf.constant([image_bytes]))
-        count = int(answer["num_detections"][0])
-        scores = answer["scores"][0, :count].numpy()
-        keep = scores >= self.draw_score_threshold
-        boxes = answer["boxes"][0, :count].numpy()[keep]
-        classes = answer["classes"][0, :count].numpy()[keep]
-        names = {c["id"]: c["name"] for c in self.input.dataset_info().get("categories", [])}
-        kept = zip(classes, scores[keep], strict=True)
-        labels = [f"{names.get(int(c), int(c))}: {score:.2f}" for c, score in kept]
-        picture = draw_boxes(tf.io.decode_jpeg(image_bytes, channels=3).numpy(), boxes, labels)
-        found = ", ".join(labels) or "nothing"
-        return picture, f"{len(labels)} detections >= {self.draw_score_threshold:g}: {found}"
-
-    @staticmethod
-    def _max_detections(model) -> int:
-        """Rows per image the model's NMS returns."""
-        return int(model.detection_generator.get_config()["max_num_detections"])
+        serve = self.serving_signatures(models)["serving_default"]
+        return draw_detections(serve, self.input, image_bytes, self.draw_score_threshold)
