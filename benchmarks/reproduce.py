@@ -22,6 +22,7 @@ from models.core.errors import UsageError
 
 FLAGS = flags.FLAGS
 _INCLUDE_SLICE = re.compile(r"""^include\s+['"]slices/([\w-]+)\.gin['"]""", re.M)
+_TARGET = re.compile(r"(\w+)\s*[<>]=\s*([\d.]+)")  # "AP >= 0.377, mask_AP >= 0.339"
 
 
 def define_flags() -> None:
@@ -47,10 +48,22 @@ def check_matches(path: Path, header: dict[str, str]) -> list[str]:
     slices = _INCLUDE_SLICE.findall(path.read_text())
     if slices != [header["slice"]]:
         problems.append(f"slice file(s) {slices} != published slice {header['slice']}")
-    target = float(re.split(r"[<>]=", header["target"])[-1])  # "top_1_accuracy >= 0.759"
-    if gin.query_parameter("train.target_value") != target:
-        problems.append(f"target {gin.query_parameter('train.target_value')} != {target}")
+    (metric, value), *also = [(m, float(v)) for m, v in _TARGET.findall(header["target"])]
+    recipe_metric, recipe_value = _binding("train.target_metric"), _binding("train.target_value")
+    if recipe_metric not in (None, metric) or recipe_value != value:
+        problems.append(f"target {recipe_metric or ''} {recipe_value} != {metric} {value}")
+    recipe_also = _binding("train.also_reach") or {}
+    if recipe_also != dict(also):
+        problems.append(f"train.also_reach {recipe_also} != published {dict(also)}")
     return problems
+
+
+def _binding(name: str):
+    """The parsed config's value of `name`, or None where nothing binds it."""
+    try:
+        return gin.query_parameter(name)
+    except ValueError:
+        return None
 
 
 def _model_dir(path: Path) -> str:

@@ -1,9 +1,10 @@
 """Keeps C libraries' own diagnostics off the terminal, so that a bad image met mid-run ends
 in our one `error:` line rather than libjpeg's "Improper call to JPEG library in state 201"
-above it. C code writes to file descriptor 2 directly, so that descriptor is piped through a
-small child process that drops those lines and passes everything else on. The child outlives
-a crash of this process (it reads the pipe to its end), so no fatal message is ever lost;
-Python's own sys.stderr keeps writing straight to the terminal."""
+above it, and TensorFlow's early C++ warnings do not clutter a run's progress lines. C code
+writes to file descriptor 2 directly, so that descriptor is piped through a small child
+process that drops those lines and passes everything else on. The child outlives a crash of
+this process (it reads the pipe to its end), so no fatal message is ever lost; Python's own
+sys.stderr keeps writing straight to the terminal."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ LIBJPEG_NOISE = (
     r"Bogus Huffman table definition|Bogus DQT index|Bogus DHT index|Empty JPEG image|"
     r"Unsupported JPEG process|Wrong JPEG library version|Maximum supported image dimension"
 )
+# TensorFlow's C++ warnings and info lines logged before absl::InitializeLog (absl's "W0000
+# 00:00:..." form, e.g. grappler's "Error in PredictCost()" for CropAndResize), which ignore the
+# TF_CPP_MIN_LOG_LEVEL=3 that models/__init__.py sets, and absl's own notice about them. Errors
+# (E0000) and fatal lines (F0000) pass.
+ABSL_EARLY_NOISE = (
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|"
+    r"[WI]0000 00:00:"
+)
+NOISE = f"{LIBJPEG_NOISE}|{ABSL_EARLY_NOISE}"
 _ACTIVE = "ZOO_STDERR_FILTERED"  # set in the environment: children share the filtered pipe
 _children: list[subprocess.Popen] = []  # held, so that no ResourceWarning fires while it reads
 
@@ -27,7 +37,7 @@ _CHILD = f"""
 import re, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-noise = re.compile(rb"^(?:{LIBJPEG_NOISE})")
+noise = re.compile(rb"^(?:{NOISE})")
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:
     if not noise.match(line):
@@ -37,7 +47,8 @@ for line in sys.stdin.buffer:
 
 
 def filter_c_stderr() -> None:
-    """From now on, file descriptor 2 drops libjpeg's lines; sys.stderr is unfiltered.
+    """From now on, file descriptor 2 drops libjpeg's lines and TensorFlow's early C++ warnings;
+    sys.stderr is unfiltered.
     Does nothing where descriptor 2 is closed or the filter is already in place."""
     if os.environ.get(_ACTIVE) or not _is_open(2):
         return

@@ -1,0 +1,32 @@
+"""The CLI's file-descriptor-2 filter: C libraries' noise is dropped, everything else passes,
+in order, from C code writing to the descriptor directly."""
+
+from __future__ import annotations
+
+import subprocess
+
+from zoo_testing import PYTHON, REPO
+
+WRITER = """
+import os
+from models.core.stderr_filter import filter_c_stderr
+filter_c_stderr()
+for line in {lines!r}:
+    os.write(2, line.encode() + b"\\n")
+"""
+
+
+def test_c_noise_is_dropped_and_everything_else_passes():
+    lines = [
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+        "W0000 00:00:1796183197.985417    7341 op_level_cost_estimator.cc:699] Error in "
+        "PredictCost() for the op: op: CropAndResize",
+        "E0000 00:00:1796183197.985417    7341 some_kernel.cc:1] a real error",
+        "Improper call to JPEG library in state 201",
+        "error: ckpt-22 does not fit this model",
+    ]
+    result = subprocess.run(
+        [PYTHON, "-c", WRITER.format(lines=lines)], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [lines[2], lines[4]]
