@@ -63,7 +63,7 @@ def test_losses_are_finite_on_one_real_batch(digit_scenes_dir: str) -> None:
     images, labels = next(iter(task.build_inputs("train", 4, None)))
     assert sorted(labels["rpn_score_targets"]) == ["2", "3", "4", "5"]  # rpn_anchors levels
     assert labels["gt_masks"].shape == (4, 16, 56, 56)  # InstanceSegmentationTask.mask_crop_size
-    outputs = model(images, **task._ground_truth(labels), training=True)
+    outputs = model(images, **task.training_inputs(labels), training=True)
     losses = {key: float(value) for key, value in task.losses(outputs, labels).items()}
     assert all(np.isfinite(value) for value in losses.values()), losses
     assert losses["mask_loss"] > 0 and losses["rpn_score_loss"] > 0
@@ -112,7 +112,7 @@ def test_faster_rcnn_is_the_same_task_without_masks(digit_scenes_dir: str) -> No
     assert models["model"].mask_head is None
     images, labels = next(iter(task.build_inputs("train", 2, None)))
     assert "gt_masks" not in labels
-    outputs = models["model"](images, **task._ground_truth(labels), training=True)
+    outputs = models["model"](images, **task.training_inputs(labels), training=True)
     losses = task.losses(outputs, labels)
     assert float(losses["mask_loss"]) == 0 and np.isfinite(float(losses["model_loss"]))
     answer = task.serving_signatures(models)["serving_default"](tf.constant([], tf.string))

@@ -1,7 +1,8 @@
-"""What the detection tasks (RetinaNet's DetectionTask, Mask R-CNN's InstanceSegmentationTask)
-share beyond their losses: detections in original-image pixels for COCO AP, the evaluation's
-aggregation with the padding dropped, the JPEG-bytes serving signature and the drawn
-prediction. Masks, where a model has them, ride along box-relative, as COCO AP reads them."""
+"""The pieces of CocoDetectionTask (RetinaNet's DetectionTask, Mask R-CNN's
+InstanceSegmentationTask) that work on a model's outputs: detections in original-image pixels
+for COCO AP, the evaluation's aggregation with the padding dropped, the JPEG-bytes serving
+signature and the drawn prediction. Masks, where a model has them, ride along box-relative, as
+COCO AP reads them."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ BOX_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_
 def max_detections(model: tf_keras.Model) -> int:
     """Rows per image the model's NMS returns."""
     return int(model.detection_generator.get_config()["max_num_detections"])
+
+
+def mask_size(model: tf_keras.Model) -> int | None:
+    """The side of a Mask R-CNN's box-relative masks (mask ROI crop x the head's upsampling),
+    or None for a model without masks."""
+    if getattr(model, "mask_head", None) is None:
+        return None
+    crop = model.mask_roi_aligner.get_config()["crop_size"]
+    return crop * model.mask_head.get_config()["upsample_factor"]
 
 
 def to_original_pixels(boxes: tf.Tensor, image_info: tf.Tensor) -> tf.Tensor:
@@ -69,9 +79,9 @@ def add_to_coco(
 
 
 def jpeg_serving(
-    data: DetectionInput, model: tf_keras.Model, rows: int, mask_size: int | None = None
+    data: DetectionInput, model: tf_keras.Model, rows: int, mask_side: int | None = None
 ) -> tf.types.experimental.Function:
-    """The `serving_default` of a detector reading JPEG bytes; `mask_size` (the mask head's
+    """The `serving_default` of a detector reading JPEG bytes; `mask_side` (the mask head's
     output side) adds each detection's mask, box-relative."""
 
     def predict(image_bytes):
@@ -89,7 +99,7 @@ def jpeg_serving(
             "scores": tf.cast(outputs["detection_scores"], tf.float32),
             "num_detections": tf.cast(outputs["num_detections"], tf.int32),
         }
-        if mask_size:
+        if mask_side:
             answer["masks"] = tf.cast(outputs["detection_masks"], tf.float32)
         return answer
 
@@ -100,8 +110,8 @@ def jpeg_serving(
             "scores": tf.zeros([0, rows]),
             "num_detections": tf.zeros([0], tf.int32),
         }
-        if mask_size:
-            empty["masks"] = tf.zeros([0, rows, mask_size, mask_size])
+        if mask_side:
+            empty["masks"] = tf.zeros([0, rows, mask_side, mask_side])
         return empty
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])

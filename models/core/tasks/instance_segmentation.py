@@ -7,32 +7,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import gin
-import numpy as np
 import tensorflow as tf
-import tf_keras
 from official.vision.configs import maskrcnn as maskrcnn_config
 from official.vision.tasks import maskrcnn as maskrcnn_task
 
 from models import registry
-from models.core import optimization
-from models.core.coco_metrics import METRIC_RANGES
 from models.core.errors import UsageError
-from models.core.task import Models, Task
-from models.core.tasks.detection_outputs import (
-    BOX_OUTPUTS,
-    add_to_coco,
-    detect_for_coco,
-    draw_detections,
-    jpeg_serving,
-    max_detections,
-)
+from models.core.task import Models
+from models.core.tasks.coco_detection import CocoDetectionTask
 from models.data.detection import DetectionInput, RcnnTargets
 
 _LOSSES = ("rpn_score_loss", "rpn_box_loss", "frcnn_cls_loss", "frcnn_box_loss", "mask_loss")
 
 
 @gin.configurable
-class InstanceSegmentationTask(Task):
+class InstanceSegmentationTask(CocoDetectionTask):
     """Mask R-CNN's training objective (He et al. 2017): the RPN's objectness (binary cross
     entropy over the sampled anchors) and box (Huber) losses, the box head's class (softmax
     cross entropy over the sampled ROIs) and box (Huber, positives) losses, and the mask head's
@@ -44,9 +33,6 @@ class InstanceSegmentationTask(Task):
     is the variant's unless set (False: Faster R-CNN, box AP only). Defaults: Model Garden's
     maskrcnn_resnetfpn_coco.
     """
-
-    primary_metric = "AP"
-    metric_ranges = METRIC_RANGES
 
     def __init__(
         self,
@@ -64,11 +50,10 @@ class InstanceSegmentationTask(Task):
         mask_weight: float = 1.0,
         draw_score_threshold: float = 0.5,
     ):
-        self.model = model
         self.include_mask = _variant_masks(model) if include_mask is None else include_mask
         targets = RcnnTargets(include_mask=self.include_mask, mask_crop_size=mask_crop_size)
-        self.input = DetectionInput(data_dir=data_dir, rcnn=targets)
-        self.seed = seed
+        data = DetectionInput(data_dir=data_dir, rcnn=targets)
+        super().__init__(model, data, seed, draw_score_threshold)
         losses = maskrcnn_config.Losses(
             rpn_huber_loss_delta=rpn_huber_loss_delta,
             frcnn_huber_loss_delta=frcnn_huber_loss_delta,
@@ -82,7 +67,6 @@ class InstanceSegmentationTask(Task):
         self.objective = maskrcnn_task.MaskRCNNTask(
             maskrcnn_config.MaskRCNNTask(model=network, losses=losses)
         )
-        self.draw_score_threshold = draw_score_threshold
 
     def build_models(self) -> Models:
         size, classes = self.input.image_size, self.input.num_classes
@@ -91,15 +75,9 @@ class InstanceSegmentationTask(Task):
         )
         return {"model": model}
 
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
     def validate_data(self, splits: Sequence[str]) -> None:
         """The input's checks, and for mask AP the instances JSON of every evaluated split."""
-        self.input.validate(splits)
+        super().validate_data(splits)
         for split in splits:
             if self.include_mask and split != "train" and not self.input.annotation_file(split):
                 raise UsageError(
@@ -115,23 +93,7 @@ class InstanceSegmentationTask(Task):
         terms = self.objective.build_losses(outputs, labels)
         return {"model_loss": terms["model_loss"], **{key: terms[key] for key in _LOSSES}}
 
-    def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
-        images, labels = inputs
-        model, optimizer = models["model"], optimizers["model"]
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        with tf.GradientTape() as tape:
-            outputs = model(images, **self._ground_truth(labels), training=True)
-            outputs = tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
-            losses = self.losses(outputs, labels)
-            penalty = optimization.l2_penalty(optimizer, model.trainable_variables)
-            extra = tf.add_n(model.losses or [0.0])
-            loss = (losses["model_loss"] + penalty + extra) / replicas
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        losses["loss"] = losses.pop("model_loss")
-        return losses
-
-    def _ground_truth(self, labels: dict) -> dict[str, tf.Tensor]:
+    def training_inputs(self, labels: dict) -> dict[str, tf.Tensor]:
         """The model's training inputs beside the images: anchors, image sizes, padded boxes,
         classes and (Mask R-CNN) box-cropped masks."""
         names = ("anchor_boxes", "gt_boxes", "gt_classes") + (
@@ -139,44 +101,7 @@ class InstanceSegmentationTask(Task):
         )
         return {"image_shape": labels["image_info"][:, 1, :]} | {n: labels[n] for n in names}
 
-    # ------------------------------------------------------------------ evaluation
-
-    def validation_step(self, inputs, models, metrics, evaluation):
-        images, labels = inputs
-        keys = BOX_OUTPUTS + (("detection_masks",) if self.include_mask else ())
-        return detect_for_coco(models["model"], images, labels, keys)  # boxes: original pixels
-
-    def aggregate_logs(self, state, step_outputs, evaluation):
-        """Feeds one step's gathered detections and masks (padding dropped) to COCO AP."""
-        annotations = self.input.annotation_file(evaluation.split)
-        return add_to_coco(state, step_outputs, annotations, include_mask=self.include_mask)
-
-    def reduce_aggregated_logs(self, state, evaluation) -> dict[str, float]:
-        return state.result() if state is not None else {}
-
-    # ------------------------------------------------------------------ export
-
-    def serving_signatures(self, models: Models):
-        model = models["model"]
-        serve = jpeg_serving(self.input, model, max_detections(model), mask_size(model))
-        return {"serving_default": serve}
-
-    def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[np.ndarray, str]:
-        """The image with each detection scoring at least `draw_score_threshold` boxed,
-        labelled (category name, score) and its mask tinted; the summary lists them."""
-        serve = self.serving_signatures(models)["serving_default"]
-        return draw_detections(serve, self.input, image_bytes, self.draw_score_threshold)
-
 
 def _variant_masks(model: str) -> bool:
     """Whether the registered variant predicts masks (Mask R-CNN) or not (Faster R-CNN)."""
     return bool(registry.model_entry(model).fixed.get("include_mask", True))
-
-
-def mask_size(model: tf_keras.Model) -> int | None:
-    """The side of a Mask R-CNN's box-relative masks (mask ROI crop x the head's upsampling),
-    or None for Faster R-CNN."""
-    if model.mask_head is None:
-        return None
-    crop = model.mask_roi_aligner.get_config()["crop_size"]
-    return crop * model.mask_head.get_config()["upsample_factor"]
