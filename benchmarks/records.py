@@ -37,6 +37,7 @@ class RunResult:
     target_metric: str | None = None
     target_value: float | None = None
     target_direction: str | None = None  # "higher" or "lower": which way the metric improves
+    also_reach: dict | None = None  # further targets the run needed (train.also_reach)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (seconds, eval value)
     error: str = ""
 
@@ -52,6 +53,14 @@ class RunResult:
             return None
         lower = self.target_direction == "lower"
         return Target(self.target_metric, self.target_value, lower_is_better=lower)
+
+    @property
+    def target_text(self) -> str | None:
+        """The target as the run needed it: 'AP >= 0.45, also mask_AP 0.2' (None: no target)."""
+        if self.target is None:
+            return None
+        also = ", ".join(f"{name} {value:g}" for name, value in (self.also_reach or {}).items())
+        return f"{self.target}, also {also}" if also else str(self.target)
 
 
 def _json_line(text: str, where: str, what: str):
@@ -103,6 +112,7 @@ RECORD_FIELDS = (
     "target_metric",
     "target_value",
     "target_direction",
+    "also_reach",
     "resumed",
     "resumed_from_step",
     "segments",

@@ -74,13 +74,13 @@ def summarize_group(runs: list[RunResult]) -> dict:
         key=lambda r: (r["replicas"] or 0, r["slice"]),
     )
     add_scaling(rows)
-    target = next((r.target for r in runs if r.target), None)
+    target = next((r.target_text for r in runs if r.target), None)
     first = runs[0]
     return {
         "recipe": first.recipe_path,
         "family": first.family,
         "model": first.model,
-        "target": str(target) if target else None,
+        "target": target,
         "rows": rows,
     }
 

@@ -109,7 +109,7 @@ def describe(result: RunResult) -> str:
         where += f", resumed at step {result.resumed_from_step}, {len(result.segments)} segments"
     if result.time_to_accuracy_s is None:
         return f"finished, no target ({where})"
-    return f"{result.time_to_accuracy_s:.1f} s to {result.target} ({where})"
+    return f"{result.time_to_accuracy_s:.1f} s to {result.target_text} ({where})"
 
 
 def run_all() -> dict:

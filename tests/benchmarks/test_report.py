@@ -138,6 +138,15 @@ def test_lower_is_better_target_reads_with_its_comparison(tmp_path):
     assert "target: wer <= 0.2" in markdown_table(table)
 
 
+def test_a_target_with_also_reach_names_both(tmp_path):
+    mask_rcnn = {"family": "mask_rcnn", "model": "mask_rcnn_resnet18_fpn", "recipe": "default"}
+    both = {"target_metric": "AP", "target_value": 0.45, "target_direction": "higher"}
+    both["also_reach"] = {"mask_AP": 0.2}
+    _write_run(tmp_path, "cpu-1", 0, 1, 40.0, run=mask_rcnn, target=both, curve=(0.1, 0.5))
+    (table,) = build_report(str(tmp_path))["tables"]
+    assert table["target"] == "AP >= 0.45, also mask_AP 0.2"
+
+
 def test_runs_without_a_target_have_no_time_to_accuracy(tmp_path):
     _write_run(tmp_path, "cpu-1", 0, 1, None, target=NO_TARGET, stopped="success")
     _write_run(tmp_path, "cpu-2", 0, 2, None, target=NO_TARGET, stopped="success")
