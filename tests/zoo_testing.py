@@ -117,3 +117,13 @@ def restorable_checkpoints(model_dir) -> list[str]:
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)
     return prefixes
+
+
+def two_scene_jpegs(scenes_dir) -> list[bytes]:
+    """Two built-in validation scenes as JPEG bytes: the first as written (128x128), the
+    second resized to 256x192, so that a detector's serving signature meets two sizes."""
+    import tensorflow as tf
+
+    images = sorted(Path(scenes_dir, "images", "val").glob("*.jpg"))[:2]
+    resized = tf.image.resize(tf.io.decode_jpeg(images[1].read_bytes()), [256, 192])
+    return [images[0].read_bytes(), tf.io.encode_jpeg(tf.cast(resized, tf.uint8)).numpy()]

@@ -54,6 +54,16 @@ class Anchors:
         """Anchors at each position of each level."""
         return self.num_scales * len(self.aspect_ratios)
 
+    def model_config_fields(self, anchor_config: type) -> dict:
+        """The pyramid levels and `anchor` of a Model Garden model config, `anchor_config`
+        being that config's Anchor class (RetinaNet's or Mask R-CNN's)."""
+        anchor = anchor_config(
+            num_scales=self.num_scales,
+            aspect_ratios=list(self.aspect_ratios),
+            anchor_size=self.anchor_size,
+        )
+        return {"min_level": self.min_level, "max_level": self.max_level, "anchor": anchor}
+
     def check_image_size(self, image_size: int, owner: str) -> None:
         """UsageError unless the image divides by the coarsest level's stride (FPN needs it)."""
         stride = 2**self.max_level

@@ -102,13 +102,7 @@ def mask_rcnn(
     config = maskrcnn_config.MaskRCNN(
         num_classes=num_classes,
         input_size=[image_size, image_size, 3],
-        min_level=anchors.min_level,
-        max_level=anchors.max_level,
-        anchor=maskrcnn_config.Anchor(
-            num_scales=anchors.num_scales,
-            aspect_ratios=list(anchors.aspect_ratios),
-            anchor_size=anchors.anchor_size,
-        ),
+        **anchors.model_config_fields(maskrcnn_config.Anchor),
         include_mask=include_mask,
         backbone=backbones.Backbone(
             type="resnet",

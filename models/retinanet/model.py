@@ -40,13 +40,7 @@ def retinanet(
     config = retinanet_config.RetinaNet(
         num_classes=num_classes,
         input_size=[image_size, image_size, 3],
-        min_level=anchors.min_level,
-        max_level=anchors.max_level,
-        anchor=retinanet_config.Anchor(
-            num_scales=anchors.num_scales,
-            aspect_ratios=list(anchors.aspect_ratios),
-            anchor_size=anchors.anchor_size,
-        ),
+        **anchors.model_config_fields(retinanet_config.Anchor),
         backbone=backbones.Backbone(
             type="resnet",
             resnet=backbones.ResNet(model_id=depth, depth_multiplier=width_multiplier),

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from zoo_testing import two_scene_jpegs
 
 from models import registry
 from models.core import gin_config
@@ -36,10 +37,7 @@ def test_serving_answers_boxes_in_image_pixels_and_masks(digit_scenes_dir: str) 
     task = default_task()
     models = task.build_models()
     serve = task.serving_signatures(models)["serving_default"]
-    images = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[:2]
-    resized = tf.image.resize(tf.io.decode_jpeg(images[1].read_bytes()), [256, 192])
-    large = tf.io.encode_jpeg(tf.cast(resized, tf.uint8))
-    answer = serve(tf.constant([images[0].read_bytes(), large.numpy()]))
+    answer = serve(tf.constant(two_scene_jpegs(digit_scenes_dir)))  # 128x128 and 256x192
     rows = int(models["model"].detection_generator.get_config()["max_num_detections"])
     assert answer["boxes"].shape == (2, rows, 4)
     assert answer["classes"].shape == answer["scores"].shape == (2, rows)

@@ -8,6 +8,7 @@ from pathlib import Path
 import gin
 import pytest
 import tensorflow as tf
+from zoo_testing import two_scene_jpegs
 
 from models import registry
 from models.core import gin_config
@@ -28,11 +29,8 @@ def default_task_and_models(*bindings: str):
 def test_serving_takes_jpeg_bytes_and_answers_in_image_pixels(digit_scenes_dir: str) -> None:
     task, models = default_task_and_models()
     serve = task.serving_signatures(models)["serving_default"]
-    images = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[:2]
     # a second size: the signature resizes and pads, then maps boxes back to these pixels
-    resized = tf.image.resize(tf.io.decode_jpeg(images[1].read_bytes()), [256, 192])
-    large = tf.io.encode_jpeg(tf.cast(resized, tf.uint8))
-    answer = serve(tf.constant([images[0].read_bytes(), large.numpy()]))
+    answer = serve(tf.constant(two_scene_jpegs(digit_scenes_dir)))
     rows = int(models["model"].detection_generator.get_config()["max_num_detections"])
     assert answer["boxes"].shape == (2, rows, 4)
     assert answer["classes"].shape == answer["scores"].shape == (2, rows)
