@@ -18,6 +18,18 @@ if tf.config.get_logical_device_configuration(_CPU) is None:
     )
 
 
+def pytest_collection_modifyitems(items: list) -> None:
+    """Longest first, so that no worker of `pytest -n 2` is left running one long test at the
+    end: train-to-target runs, then slow tests, then the rest (each in collection order)."""
+
+    def weight(item) -> int:
+        return (
+            0 if item.get_closest_marker("target") else 1 if item.get_closest_marker("slow") else 2
+        )
+
+    items.sort(key=weight)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_gin():
     """Each test starts and ends with an empty gin configuration and float32 Keras policy."""

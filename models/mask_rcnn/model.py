@@ -15,6 +15,7 @@ from official.vision.modeling.decoders import fpn
 
 from models.core.anchors import RpnAnchors
 from models.core.errors import UsageError
+from models.core.nms import check_nms_version
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 50)
@@ -50,6 +51,7 @@ def mask_rcnn(
     pre_nms_score_threshold: float = 0.05,
     nms_iou_threshold: float = 0.5,
     max_num_detections: int = 100,
+    nms_version: str = "v2",
     coarser_levels: str = "max_pool",
     use_sync_bn: bool = False,
     norm_momentum: float = 0.997,
@@ -61,7 +63,9 @@ def mask_rcnn(
     above C5 (P6) are `coarser_levels`: "max_pool" (stride-2 subsampling, as the FPN paper,
     the Cloud TPU Mask R-CNN reference and Detectron make P6) or "conv" (a stride-2 3x3
     convolution, as Model Garden's FPN does for RetinaNet and for its Mask R-CNN). Other
-    defaults: Model Garden's maskrcnn_resnetfpn_coco (a 4-conv + 1-fc box head)."""
+    defaults: Model Garden's maskrcnn_resnetfpn_coco (a 4-conv + 1-fc box head). `nms_version`
+    is the final detections' NMS (models.core.nms); the proposals' stays Model Garden's padded
+    one, part of the train step, which XLA compiles."""
     anchors = RpnAnchors()
     anchors.check_image_size(image_size, "mask_rcnn.image_size")
     if coarser_levels not in COARSER_LEVELS:
@@ -90,6 +94,7 @@ def mask_rcnn(
             pre_nms_score_threshold=pre_nms_score_threshold,
             nms_iou_threshold=nms_iou_threshold,
             max_num_detections=max_num_detections,
+            nms_version=check_nms_version(nms_version, "mask_rcnn.nms_version"),
         ),
     }
     masks = {

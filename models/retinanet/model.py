@@ -10,6 +10,7 @@ from official.vision.configs import retinanet as retinanet_config
 from official.vision.modeling import factory
 
 from models.core.anchors import Anchors
+from models.core.nms import check_nms_version
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 34, 50, 101)
@@ -31,10 +32,11 @@ def retinanet(
     pre_nms_score_threshold: float = 0.05,
     nms_iou_threshold: float = 0.5,
     max_num_detections: int = 100,
+    nms_version: str = "v2",
 ) -> tf_keras.Model:
     """RetinaNet on a ResNet-`depth` v1.5 backbone with FPN over the `anchors` levels;
     `num_classes` counts the background (COCO: 91). Defaults: Model Garden's
-    retinanet_resnetfpn_coco."""
+    retinanet_resnetfpn_coco; `nms_version` picks its NMS (models.core.nms)."""
     anchors = Anchors()
     anchors.check_image_size(image_size, "retinanet.image_size")
     config = retinanet_config.RetinaNet(
@@ -52,6 +54,7 @@ def retinanet(
             pre_nms_score_threshold=pre_nms_score_threshold,
             nms_iou_threshold=nms_iou_threshold,
             max_num_detections=max_num_detections,
+            nms_version=check_nms_version(nms_version, "retinanet.nms_version"),
         ),
         norm_activation=common.NormActivation(
             activation="relu",

@@ -70,3 +70,9 @@ def test_predict_refuses_what_is_not_a_jpeg(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="name it <something>.png"):
         check_paths(str(tmp_path / "a.png"), str(tmp_path / "out.jpg"))
     gin.clear_config()
+
+
+def test_an_unknown_nms_version_is_one_line() -> None:
+    with pytest.raises(UsageError, match="retinanet.nms_version = 'v9': use one of v2, batch"):
+        default_task_and_models('retinanet.nms_version = "v9"')
+    gin.clear_config()
