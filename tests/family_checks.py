@@ -13,8 +13,8 @@ from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy
 from models.core.trainer import Trainer, build_training_state
 
-# A detector's default recipe takes 7-8 minutes alone on 2 cores (RetinaNet: AP 0.4 at epoch
-# 12); beside the other pytest worker and other jobs it has taken over 15.
+# A hang guard, not a speed check: a detector's default recipe beside another training on the
+# 2 cores took 26 minutes on a slow day (RetinaNet, AP 0.4 at epoch 12, 2026-12-02).
 TARGET_TIMEOUT_S = 3600
 
 
