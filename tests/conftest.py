@@ -20,12 +20,12 @@ if tf.config.get_logical_device_configuration(_CPU) is None:
 
 def pytest_collection_modifyitems(items: list) -> None:
     """Longest first, so that no worker of `pytest -n 2` is left running one long test at the
-    end: train-to-target runs, then slow tests, then the rest (each in collection order)."""
+    end: the `longest` runs, other train-to-target runs, slow tests, then the rest (each group
+    in collection order)."""
 
     def weight(item) -> int:
-        return (
-            0 if item.get_closest_marker("target") else 1 if item.get_closest_marker("slow") else 2
-        )
+        marks = ("longest", "target", "slow")
+        return next((i for i, mark in enumerate(marks) if item.get_closest_marker(mark)), 3)
 
     items.sort(key=weight)
 

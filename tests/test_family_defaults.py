@@ -11,9 +11,12 @@ from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_tr
 from models import registry
 
 FAMILIES = sorted({registry.model_entry(n).family for n in registry.list_models()} - {"resnet"})
-# The detectors' target runs take longest: first, so that pytest -n 2 starts them at once.
+# The detectors' target runs take longest: conftest.py starts them first, one per worker.
 DETECTORS = ("mask_rcnn", "retinanet")
-LONGEST_FIRST = sorted(FAMILIES, key=lambda family: family not in DETECTORS)
+TARGET_RUNS = [
+    pytest.param(family, marks=[pytest.mark.longest] if family in DETECTORS else [])
+    for family in FAMILIES
+]
 
 
 def test_every_family_is_checked():
@@ -28,7 +31,7 @@ def test_default_recipe_train_step_compiles_with_xla(family, digits_dir):
 
 
 @pytest.mark.target
-@pytest.mark.parametrize("family", LONGEST_FIRST)
+@pytest.mark.parametrize("family", TARGET_RUNS)
 def test_default_recipe_reaches_target(family, tmp_path, cli_env):
     check_reaches_target(family, tmp_path, cli_env)
 
