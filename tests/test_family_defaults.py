@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import pytest
 from family_checks import check_reaches_target, check_runs_on_cpu2, check_xla_train_step
+from zoo_testing import DETECTION_TASKS
 
 from models import registry
 
 FAMILIES = sorted({registry.model_entry(n).family for n in registry.list_models()} - {"resnet"})
 # The detectors' target runs take longest: conftest.py starts them first, one per worker.
-DETECTORS = ("mask_rcnn", "retinanet")
+DETECTORS = {
+    registry.model_entry(n).family
+    for n in registry.list_models()
+    if registry.model_entry(n).task in DETECTION_TASKS
+}
 TARGET_RUNS = [
     pytest.param(family, marks=[pytest.mark.longest] if family in DETECTORS else [])
     for family in FAMILIES

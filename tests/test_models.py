@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
-from zoo_testing import plan
+from zoo_testing import DETECTION_TASKS, plan
 
 from models import registry
 from models.core.auxiliary import AuxiliaryLogits
@@ -25,7 +25,6 @@ from models.core.trainer import Trainer, build_training_state
 pytestmark = pytest.mark.slow  # every variant built full size: minutes on 2 cores
 NAMES = registry.list_models()
 TINY = {"batch": 2, "classes": 3, "image_size": 32}
-DETECTION_TASKS = ("DetectionTask", "InstanceSegmentationTask")  # on the built-in scenes
 
 
 def _cases() -> list:

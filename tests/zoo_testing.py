@@ -11,6 +11,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+# The registered tasks of detectors (trained on the built-in scenes, COCO's classes full size).
+DETECTION_TASKS = ("DetectionTask", "InstanceSegmentationTask")
 
 
 def plan(steps_per_epoch: int | None, total_steps: int, global_batch_size: int):
