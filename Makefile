@@ -1,7 +1,9 @@
 # `make demo`, `make test` and `make test-fast` each create .venv when it is missing.
 PYTHON ?= python3
-# pytest-xdist workers: the suite is mostly Python and subprocess time, so 2 workers on 2 cores.
+# pytest-xdist workers: the suite is mostly Python and subprocess time, so 2 workers on 2 cores,
+# handed one test at a time, longest first (tests/conftest.py).
 JOBS ?= 2
+XDIST := -n $(JOBS) --dist loadgroup
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -25,13 +27,13 @@ demo: $(STAMP)
 # Everything: ruff, then every test, each family's train-to-target runs included.
 test: $(STAMP)
 	$(VENV)/bin/ruff check models benchmarks tests
-	$(PY) -m pytest -q -n $(JOBS) --durations=15 tests
+	$(PY) -m pytest -q $(XDIST) --durations=15 tests
 
 # Quick iteration: every test that neither trains a model to a target nor is marked slow
 # (XLA compiles, process clusters, every variant built full size, long CLI runs).
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check models benchmarks tests
-	$(PY) -m pytest -q -n $(JOBS) --durations=10 -m "not target and not slow" tests
+	$(PY) -m pytest -q $(XDIST) --durations=10 -m "not target and not slow" tests
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format models benchmarks tests

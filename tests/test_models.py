@@ -4,8 +4,10 @@ against each published figure by the registry's one rule, and one training step 
 The step runs through the variant's own task (`synthetic_inputs`) and core's Trainer on a
 one-device CPU strategy (--slice=cpu-1), at max(32, the variant's minimum) pixels, 3 classes,
 batch 2, at full width, eagerly: tracing it would take 3-63 s a variant (ResNet-152: 20 s, at
-any width), eagerly it takes 0.3-2.6 s. That the steps also trace and compile with XLA is
-each family's default-recipe check (tests/test_family_defaults.py).
+any width), eagerly it takes 0.3-2.6 s. A detector's step (45-150 s on 2026-12-02) runs once per
+architecture: its variants that differ only in backbone depth share every code path but the
+ResNet's, whose depths the resnet family's steps cover. That the steps also trace and compile
+with XLA is each family's default-recipe check (tests/test_family_defaults.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,23 @@ from models.core.trainer import Trainer, build_training_state
 pytestmark = pytest.mark.slow  # every variant built full size: minutes on 2 cores
 NAMES = registry.list_models()
 TINY = {"batch": 2, "classes": 3, "image_size": 32}
+
+
+def _step_names() -> list[str]:
+    """Every classifier, and each detector architecture at its shallowest backbone."""
+    shallowest: dict[tuple, tuple[int, str]] = {}
+    names = []
+    for name in NAMES:
+        entry = registry.model_entry(name)
+        if entry.task not in DETECTION_TASKS:
+            names.append(name)
+            continue
+        others = sorted((key, value) for key, value in entry.fixed.items() if key != "depth")
+        architecture = (entry.family, *others)
+        shallowest[architecture] = min(
+            shallowest.get(architecture, (10**6, "")), (entry.fixed["depth"], name)
+        )
+    return sorted(names + [name for _, name in shallowest.values()])
 
 
 def _cases() -> list:
@@ -77,7 +96,12 @@ def _eagerly():
     tf.config.run_functions_eagerly(False)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def test_each_detector_architecture_takes_a_step():
+    detectors = {"retinanet_resnet18_fpn", "mask_rcnn_resnet18_fpn", "faster_rcnn_resnet18_fpn"}
+    assert detectors <= set(_step_names())
+
+
+@pytest.mark.parametrize("name", _step_names())
 def test_one_training_step_on_tiny_input(name, _eagerly):
     entry = registry.model_entry(name)
     size = max(TINY["image_size"], entry.min_image_size)
