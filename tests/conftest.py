@@ -1,26 +1,10 @@
-"""Test-wide setup: 4 logical CPUs (for simulated slices), an isolated dataset cache, and
-each pytest-xdist worker's share of the cores."""
+"""Test-wide setup: 4 logical CPUs (for simulated slices) and an isolated dataset cache."""
 
 import os
 import tempfile
 
-
-def _share_the_cores() -> None:
-    """Each of N xdist workers, and the processes it starts, gets cores/N intra-op threads.
-    TensorFlow's default (every core in each process) oversubscribes the cores: on 2 cores
-    two RetinaNet trainings side by side took 5.1 s a step each; with one thread each,
-    2.4 s (2026-12-02). Inter-op threads stay as they are: replicas and collectives need
-    them."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    if workers > 1:
-        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(threads))
-
-
-_share_the_cores()
-
-import pytest  # noqa: E402
-from zoo_testing import REPO  # noqa: E402
+import pytest
+from zoo_testing import REPO
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-cache-"))
