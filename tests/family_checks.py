@@ -38,8 +38,7 @@ def check_xla_train_step(recipe: str) -> None:
     gin.clear_config()
     try:
         gin_config.parse([recipe], ["train.jit_compile = True"])
-        strategy = build_strategy(slice_name="cpu-1")
-        trainer = build_trainer(strategy, jit_compile=True, batch_size=8)
+        trainer = build_trainer(build_strategy(slice_name="cpu-1"), jit_compile=True, batch_size=8)
         loss = float(trainer.train(tf.constant(1))["loss"])
     finally:
         gin.clear_config()
