@@ -21,9 +21,9 @@ if tf.config.get_logical_device_configuration(_CPU) is None:
 def pytest_collection_modifyitems(items: list) -> None:
     """Longest first, so that no worker of `pytest -n 2` is left running one long test at the
     end: the `longest` runs, other train-to-target runs, slow tests, then the rest (each group
-    in collection order). The Makefile's `--dist loadgroup` hands out one test at a time
-    (each its own group), so the two `longest` go to different workers; xdist's default
-    `load` sends each worker a quarter of its share at once, both of them to the first."""
+    in collection order). The Makefile's `--dist loadgroup` hands out one test at a time (each
+    its own group), except the `longest`, which share one xdist_group and so one worker;
+    xdist's default `load` sends each worker a quarter of its share at once."""
 
     def weight(item) -> int:
         marks = ("longest", "target", "slow")

@@ -32,12 +32,13 @@ def build_trainer(
     return Trainer(task, strategy, state, batch_size, jit_compile=jit_compile)
 
 
-def check_xla_train_step(recipe: str) -> None:
-    """The recipe's train step compiles with jit_compile=True (static shapes) and runs, at
-    batch 8: XLA's compile time is the check; a bigger batch only runs the step longer."""
+def check_xla_train_step(recipe: str, params: tuple[str, ...] = ()) -> None:
+    """The recipe's train step, with gin `params`, compiles with jit_compile=True (static
+    shapes) and runs, at batch 8: XLA's compile time is the check; a bigger batch only runs the
+    step longer."""
     gin.clear_config()
     try:
-        gin_config.parse([recipe], ["train.jit_compile = True"])
+        gin_config.parse([recipe], [*params, "train.jit_compile = True"])
         trainer = build_trainer(build_strategy(slice_name="cpu-1"), jit_compile=True, batch_size=8)
         loss = float(trainer.train(tf.constant(1))["loss"])
     finally:

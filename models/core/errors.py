@@ -27,6 +27,14 @@ class UsageError(Exception):
     """Bad input from the user (flags, gin, data, cluster config)."""
 
 
+def check_choice(value: str, choices: Iterable[str], owner: str) -> str:
+    """`value` if it is one of `choices`, else a UsageError naming `owner` (the gin setting)."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise UsageError(f"{owner} = {value!r}: use one of {', '.join(choices)}")
+    return value
+
+
 def nearest(name: str, candidates: Iterable[str]) -> str:
     """Returns ' (did you mean X?)' for the closest candidate, or ''."""
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)

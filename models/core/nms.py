@@ -5,13 +5,11 @@ v2, so the CPU default recipes set it) or "v1"."""
 
 from __future__ import annotations
 
-from models.core.errors import UsageError
+from models.core.errors import check_choice
 
 NMS_VERSIONS = ("v2", "batched", "v1")
 
 
 def check_nms_version(version: str, owner: str) -> str:
     """`version` if Model Garden has it, else a UsageError naming `owner` (the gin setting)."""
-    if version not in NMS_VERSIONS:
-        raise UsageError(f"{owner} = {version!r}: use one of {', '.join(NMS_VERSIONS)}")
-    return version
+    return check_choice(version, NMS_VERSIONS, owner)

@@ -14,13 +14,15 @@ from official.vision.modeling.backbones import factory as backbone_factory
 from official.vision.modeling.decoders import fpn
 
 from models.core.anchors import RpnAnchors
-from models.core.errors import UsageError
+from models.core.errors import check_choice
 from models.core.nms import check_nms_version
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 50)
 RESNET_MAX_LEVEL = 5  # C5, stride 32: the backbone's last level
 COARSER_LEVELS = ("max_pool", "conv")
+# The proposals' NMS: Model Garden's padded NMS (XLA, TPU) or combined NMS (CPU and GPU only).
+PROPOSAL_NMS = ("padded", "batched")
 
 
 @gin.configurable
@@ -52,6 +54,7 @@ def mask_rcnn(
     nms_iou_threshold: float = 0.5,
     max_num_detections: int = 100,
     nms_version: str = "v2",
+    proposal_nms: str = "padded",
     coarser_levels: str = "max_pool",
     use_sync_bn: bool = False,
     norm_momentum: float = 0.997,
@@ -68,10 +71,8 @@ def mask_rcnn(
     one, part of the train step, which XLA compiles."""
     anchors = RpnAnchors()
     anchors.check_image_size(image_size, "mask_rcnn.image_size")
-    if coarser_levels not in COARSER_LEVELS:
-        raise UsageError(
-            f"mask_rcnn.coarser_levels = {coarser_levels!r}: use one of {', '.join(COARSER_LEVELS)}"
-        )
+    check_choice(coarser_levels, COARSER_LEVELS, "mask_rcnn.coarser_levels")
+    check_choice(proposal_nms, PROPOSAL_NMS, "mask_rcnn.proposal_nms")
     heads = {
         "rpn_head": maskrcnn_config.RPNHead(num_convs=rpn_convs, num_filters=rpn_filters),
         "detection_head": maskrcnn_config.DetectionHead(
@@ -85,6 +86,7 @@ def mask_rcnn(
             num_proposals=num_proposals,
             test_pre_nms_top_k=test_pre_nms_top_k,
             test_num_proposals=test_num_proposals,
+            use_batched_nms=proposal_nms == "batched",
         ),
         "roi_sampler": maskrcnn_config.ROISampler(
             num_sampled_rois=num_sampled_rois, foreground_fraction=foreground_fraction
