@@ -35,6 +35,8 @@ setup(
     package_dir=DATA_DIRS,
     package_data=PACKAGE_DATA,
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": ["pytest>=8", "pytest-xdist>=3.5", "ruff>=0.5"]},
+    # pytest 9.2 ignores the node ids that pytest-xdist 3.8's --dist loadgroup rewrites, so
+    # xdist_group stops grouping, silently (pytest-dev/pytest-xdist#1386; tests/conftest.py).
+    extras_require={"test": ["pytest>=8,<9.2", "pytest-xdist>=3.5", "ruff>=0.5"]},
     entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},
 )

@@ -27,11 +27,13 @@ class UsageError(Exception):
     """Bad input from the user (flags, gin, data, cluster config)."""
 
 
-def check_choice(value: str, choices: Iterable[str], owner: str) -> str:
+def check_choice(value: object, choices: Iterable[object], owner: str) -> object:
     """`value` if it is one of `choices`, else a UsageError naming `owner` (the gin setting)."""
     choices = tuple(choices)
     if value not in choices:
-        raise UsageError(f"{owner} = {value!r}: use one of {', '.join(choices)}")
+        shown = [str(choice) for choice in choices]
+        hint = nearest(str(value), shown)
+        raise UsageError(f"{owner} = {value!r}: use one of {', '.join(shown)}{hint}")
     return value
 
 

@@ -13,7 +13,7 @@ from mlperf_logging.mllog import constants
 
 from models.core import optimization
 from models.core.durations import Clock
-from models.core.errors import UsageError
+from models.core.errors import UsageError, check_choice
 from models.core.gin_types import check_field_types
 from models.core.settings import StepPlan
 
@@ -61,10 +61,8 @@ class Submission:
         }
 
 
-def _check_choice(name: str, value: object, choices: tuple) -> None:
-    if value not in choices:
-        shown = ", ".join(repr(c) for c in choices)
-        raise UsageError(f"mlperf.{name}={value!r}: use one of {shown}")
+def _check_choice(name: str, value: str, choices: tuple) -> None:
+    check_choice(value, choices, f"mlperf.{name}")
 
 
 def epoch_num(clock: Clock, step: int) -> float:

@@ -12,7 +12,7 @@ import gin
 import tensorflow as tf
 from official.vision.ops import augment
 
-from models.core.errors import UsageError, nearest
+from models.core.errors import UsageError, check_choice
 from models.core.precision import DTYPES
 from models.data.color import COLOR_DISTORTIONS, distort_color
 from models.data.imagenet_schema import (
@@ -49,12 +49,7 @@ _AUTOTUNE = tf.data.AUTOTUNE
 
 
 def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
-    """UsageError when value is not one of choices."""
-    if value not in choices:
-        raise UsageError(
-            f"classification_input.{name} must be one of {', '.join(choices)}, "
-            f"got '{value}'{nearest(str(value), choices)}"
-        )
+    check_choice(value, choices, f"classification_input.{name}")
 
 
 def _augmenter(

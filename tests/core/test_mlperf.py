@@ -146,9 +146,9 @@ def test_hyperparameters_are_read_in_the_model_scope():
 @pytest.mark.parametrize(
     "binding, message",
     [
-        ("mlperf.submission_division = 'closd'", "mlperf.submission_division='closd'"),
-        ("mlperf.submission_status = 'prod'", "mlperf.submission_status='prod'"),
-        ("mlperf.hyperparameters = 'bert'", "mlperf.hyperparameters='bert'"),
+        ("mlperf.submission_division = 'closd'", "mlperf.submission_division = 'closd'"),
+        ("mlperf.submission_status = 'prod'", "mlperf.submission_status = 'prod'"),
+        ("mlperf.hyperparameters = 'bert'", "mlperf.hyperparameters = 'bert'"),
         ("optimizer.name = 'adam'", "needs sgd or lars, not 'adam'"),
         ("learning_rate.decay = 'cosine'", "needs poly decay, not 'cosine'"),
     ],

@@ -117,12 +117,14 @@ def test_faster_rcnn_is_the_same_task_without_masks(digit_scenes_dir: str) -> No
     assert "masks" not in answer
 
 
-def test_a_mask_setting_the_variant_lacks_and_an_unknown_nms_are_one_line() -> None:
+def test_a_mask_setting_the_variant_lacks_and_unknown_nms_are_one_line() -> None:
     task = default_task(FASTER, "InstanceSegmentationTask.include_mask = True")
     with pytest.raises(UsageError, match="use the variant mask_rcnn_resnet18_fpn"):
         task.build_models()
     with pytest.raises(UsageError, match="mask_rcnn.nms_version = 'v9': use one of v2, batch"):
         default_task('mask_rcnn.nms_version = "v9"').build_models()
+    with pytest.raises(UsageError, match="mask_rcnn.proposal_nms = 'v2': use one of padded, bat"):
+        default_task('mask_rcnn.proposal_nms = "v2"').build_models()
 
 
 def test_mask_ap_without_the_instances_json_is_one_line(
