@@ -20,7 +20,7 @@ import tf_keras
 from official.vision.modeling.layers import nn_blocks, nn_layers
 
 from models.core.classifier import classifier
-from models.core.errors import UsageError
+from models.core.errors import UsageError, check_choice
 from models.registry import PublishedCount, register_model
 
 layers = tf_keras.layers
@@ -105,8 +105,7 @@ class MnasNet(tf_keras.Model):
         output_stride: int | None = None,
         **kwargs,
     ):
-        if variant not in STAGES:
-            raise UsageError(f"mnasnet.variant='{variant}': use one of {', '.join(VARIANTS)}")
+        check_choice(variant, VARIANTS, "mnasnet.variant")
         if depth_multiplier <= 0:
             raise UsageError(f"mnasnet.depth_multiplier={depth_multiplier}: must be positive")
         if not 0.0 <= drop_connect_rate < 1.0:
@@ -230,8 +229,7 @@ def mnasnet(
     images (32x32 would otherwise end at 1x1). Weight decay is the recipe's `weight_decay.rate`,
     applied by core, not a regulariser.
     """
-    if variant not in STAGES:
-        raise UsageError(f"mnasnet.variant='{variant}': use one of {', '.join(VARIANTS)}")
+    check_choice(variant, VARIANTS, "mnasnet.variant")
     return classifier(
         MnasNet,
         image_size,

@@ -7,7 +7,7 @@ import tf_keras
 from official.vision.modeling.backbones import mobilenet as mobilenet_backbone
 
 from models.core.classifier import classifier
-from models.core.errors import UsageError
+from models.core.errors import check_choice
 from models.registry import PublishedCount, register_model
 
 # version -> (Model Garden model_id, description). The v2/v3 specs end in the paper's
@@ -40,8 +40,7 @@ def mobilenet(
     the last strides by dilation, for small images; `finegrain_classification_mode` keeps the
     last conv at full width when width < 1 (v2/v3, as Sandler et al. do). Weight decay is the
     recipe's `weight_decay.rate`, applied by core."""
-    if version not in VERSIONS:
-        raise UsageError(f"mobilenet.version='{version}': use one of {', '.join(VERSIONS)}")
+    check_choice(version, VERSIONS, "mobilenet.version")
     return classifier(
         mobilenet_backbone.MobileNet,
         image_size,
