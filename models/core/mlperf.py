@@ -43,9 +43,9 @@ class Submission:
 
     def __post_init__(self):
         check_field_types(self, "mlperf")
-        _check_choice("submission_division", self.submission_division, DIVISIONS)
-        _check_choice("submission_status", self.submission_status, STATUSES)
-        _check_choice("hyperparameters", self.hyperparameters, (None, *HYPERPARAMETERS))
+        check_choice(self.submission_division, DIVISIONS, "mlperf.submission_division")
+        check_choice(self.submission_status, STATUSES, "mlperf.submission_status")
+        check_choice(self.hyperparameters, (None, *HYPERPARAMETERS), "mlperf.hyperparameters")
         for name in ("submission_org", "submission_platform"):
             if getattr(self, name) == "":
                 raise UsageError(f"mlperf.{name} is empty: name it, or leave the default")
@@ -59,10 +59,6 @@ class Submission:
             constants.SUBMISSION_STATUS: self.submission_status,
             constants.SUBMISSION_PLATFORM: self.submission_platform or accelerator,
         }
-
-
-def _check_choice(name: str, value: str, choices: tuple) -> None:
-    check_choice(value, choices, f"mlperf.{name}")
 
 
 def epoch_num(clock: Clock, step: int) -> float:

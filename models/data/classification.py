@@ -48,10 +48,6 @@ _SAMPLE_RECORDS = 2  # Images decoded per shard before training.
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
-    check_choice(value, choices, f"classification_input.{name}")
-
-
 def _augmenter(
     policy: str | None, autoaugment_name: str, layers: int, magnitude: float
 ) -> augment.ImageAugment | None:
@@ -59,7 +55,7 @@ def _augmenter(
     (Cubuk et al. 2020, N=layers, M=magnitude) for augment_policy, None when unset."""
     if policy is None:
         return None
-    _check_choice("augment_policy", policy, AUGMENT_POLICIES)
+    check_choice(policy, AUGMENT_POLICIES, "classification_input.augment_policy")
     if policy == "randaugment":
         if layers < 1 or not 0 <= magnitude <= 30:
             raise UsageError(
@@ -108,9 +104,9 @@ class ClassificationInput:
         cycle_length: int = 16,
         dtype: str = "float32",
     ):
-        _check_choice("augmentation", augmentation, AUGMENTATIONS)
-        _check_choice("color_distortion", color_distortion, COLOR_DISTORTIONS)
-        _check_choice("dtype", dtype, tuple(DTYPES))
+        check_choice(augmentation, AUGMENTATIONS, "classification_input.augmentation")
+        check_choice(color_distortion, COLOR_DISTORTIONS, "classification_input.color_distortion")
+        check_choice(dtype, tuple(DTYPES), "classification_input.dtype")
         if image_size < 1 or num_classes < 1:
             raise UsageError("classification_input.image_size and num_classes must be positive")
         if not 0.0 < eval_crop_fraction <= 1.0:
