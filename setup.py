@@ -36,7 +36,7 @@ setup(
     package_data=PACKAGE_DATA,
     install_requires=INSTALL_REQUIRES,
     # pytest 9.2 ignores the node ids that pytest-xdist 3.8's --dist loadgroup rewrites, so
-    # xdist_group stops grouping, silently (pytest-dev/pytest-xdist#1386; tests/conftest.py).
+    # xdist_group stops grouping, silently (pytest-dev/pytest-xdist#1386; tests/test_scheduling.py).
     extras_require={"test": ["pytest>=8,<9.2", "pytest-xdist>=3.5", "ruff>=0.5"]},
     entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},
 )

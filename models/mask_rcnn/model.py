@@ -67,8 +67,9 @@ def mask_rcnn(
     the Cloud TPU Mask R-CNN reference and Detectron make P6) or "conv" (a stride-2 3x3
     convolution, as Model Garden's FPN does for RetinaNet and for its Mask R-CNN). Other
     defaults: Model Garden's maskrcnn_resnetfpn_coco (a 4-conv + 1-fc box head). `nms_version`
-    is the final detections' NMS (models.core.nms); the proposals' stays Model Garden's padded
-    one, part of the train step, which XLA compiles."""
+    is the final detections' NMS (models.core.nms); `proposal_nms` the proposals', part of the
+    train step: "padded" (Model Garden's, which XLA compiles) or "batched" (combined NMS, CPU
+    and GPU)."""
     anchors = RpnAnchors()
     anchors.check_image_size(image_size, "mask_rcnn.image_size")
     check_choice(coarser_levels, COARSER_LEVELS, "mask_rcnn.coarser_levels")
