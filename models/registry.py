@@ -103,6 +103,9 @@ class ModelEntry:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     min_image_size: int = 1
     published: tuple[PublishedCount, ...] = ()
+    #: A detector that predicts on SSD's fixed default boxes (`ssd_anchors`), which its input
+    #: then labels instead of the multiscale `anchors` grid.
+    default_boxes: bool = False
 
     @property
     def image_size(self) -> int:
@@ -167,6 +170,7 @@ def register_model(
     defaults: Mapping[str, Any] | None = None,
     min_image_size: int = 1,
     published: tuple[PublishedCount, ...] = (),
+    default_boxes: bool = False,
 ) -> Callable:
     """Decorator registering `builder(**arguments) -> tf_keras.Model` as variant `name`."""
 
@@ -181,6 +185,7 @@ def register_model(
             defaults=dict(defaults or {}),
             min_image_size=min_image_size,
             published=tuple(published),
+            default_boxes=default_boxes,
         )
         return builder
 

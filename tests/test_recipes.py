@@ -52,10 +52,11 @@ def test_coco_recipe_builds_a_detector_of_coco_size_with_an_ap_target(recipe):
     gin_config.parse([recipe], [])
     spec = RunSpec().check()
     task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
-    # 640 (Model Garden's RetinaNet), 1024 (its Mask R-CNN), 1344 (MLPerf's 800-1333 images)
-    assert task.input.image_size in (640, 1024, 1344) and task.primary_metric == "AP"
+    # 300 (MLPerf's SSD), 320 and 640 (the Object Detection API's SSDs; 640 also Model
+    # Garden's RetinaNet), 1024 (its Mask R-CNN), 1344 (MLPerf's Mask R-CNN, 800-1333 images)
+    assert task.input.image_size in (300, 320, 640, 1024, 1344) and task.primary_metric == "AP"
     settings = TrainSettings()
-    assert settings.target_metric == "AP" and 0.3 < settings.target_value < 0.5
+    assert settings.target_metric == "AP" and 0.2 < settings.target_value < 0.5
 
 
 @pytest.mark.parametrize("recipe", IMAGENET)

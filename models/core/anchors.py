@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import gin
+import numpy as np
 
 from models.core.errors import UsageError
 from models.core.gin_types import check_field_types
@@ -98,3 +99,83 @@ class RpnAnchors(Anchors):
                 "rpn_anchors: need batch_size_per_im >= 1 and 0 < fg_fraction <= 1, got "
                 f"{self.batch_size_per_im} and {self.fg_fraction}"
             )
+
+
+@gin.configurable("ssd_anchors")
+@dataclass
+class SsdAnchors:
+    """SSD's default boxes (Liu et al. 2016 sec. 2.2), as MLPerf's SSD-ResNet34 at 300x300
+    lays them out (mlcommons/training single_stage_detector): at level i a square feature map
+    of `feature_sizes[i]` cells, `steps[i]` pixels apart, and at each cell a square box of side
+    scales[i], one of sqrt(scales[i] * scales[i + 1]) and, for each aspect ratio r of
+    `aspect_ratios[i]`, boxes of scales[i] * sqrt(r) by scales[i] / sqrt(r) both ways; centres
+    and sides are clipped to the image. Levels are keyed "3", "4", ... as the head's outputs
+    (whatever the strides). IoU >= 0.5 positive, below it negative."""
+
+    image_size: int = 300
+    feature_sizes: tuple[int, ...] = (38, 19, 10, 5, 3, 1)
+    steps: tuple[int, ...] = (8, 16, 32, 64, 100, 300)
+    scales: tuple[int, ...] = (21, 45, 99, 153, 207, 261, 315)
+    aspect_ratios: tuple[tuple[int, ...], ...] = ((2,), (2, 3), (2, 3), (2, 3), (2,), (2,))
+    match_threshold: float = 0.5
+    unmatched_threshold: float = 0.5
+    min_level: ClassVar[int] = 3
+
+    def __post_init__(self):
+        self.aspect_ratios = tuple(tuple(ratios) for ratios in self.aspect_ratios)
+        levels = len(self.feature_sizes)
+        if not levels or not len(self.steps) == len(self.aspect_ratios) == levels:
+            raise UsageError(
+                "ssd_anchors: feature_sizes, steps and aspect_ratios need one entry per level "
+                f"and scales one more, got {levels}, {len(self.steps)}, "
+                f"{len(self.aspect_ratios)} and {len(self.scales)}"
+            )
+        if len(self.scales) != levels + 1:
+            raise UsageError(f"ssd_anchors.scales needs {levels + 1} entries (one per level + 1)")
+
+    @property
+    def levels(self) -> list[str]:
+        return [str(self.min_level + i) for i in range(len(self.feature_sizes))]
+
+    def per_location(self) -> dict[str, int]:
+        """Boxes at each cell of each level: 2 squares + 2 per aspect ratio."""
+        return {lv: 2 + 2 * len(r) for lv, r in zip(self.levels, self.aspect_ratios, strict=True)}
+
+    def check_image_size(self, image_size: int, owner: str) -> None:
+        """UsageError unless the boxes were laid out for `image_size`."""
+        if image_size != self.image_size:
+            raise UsageError(
+                f"{owner} = {image_size}, but ssd_anchors.image_size = {self.image_size}: set "
+                "both, with feature_sizes and steps for that size"
+            )
+
+    def boxes(self) -> dict[str, np.ndarray]:
+        """Level -> [size, size, boxes per cell * 4] float32 (ymin, xmin, ymax, xmax) pixels,
+        Model Garden's multilevel anchor layout."""
+        out = {}
+        for index, level in enumerate(self.levels):
+            sides = self._sides(index)
+            size, step = self.feature_sizes[index], self.steps[index]
+            centres = np.minimum((np.arange(size) + 0.5) * step, self.image_size)
+            cy, cx = np.meshgrid(centres, centres, indexing="ij")
+            half = np.minimum(sides, self.image_size) / 2.0  # [boxes, 2]: height, width
+            corners = np.stack(
+                [
+                    cy[..., None] - half[:, 0],
+                    cx[..., None] - half[:, 1],
+                    cy[..., None] + half[:, 0],
+                    cx[..., None] + half[:, 1],
+                ],
+                axis=-1,
+            )
+            out[level] = corners.reshape(size, size, -1).astype(np.float32)
+        return out
+
+    def _sides(self, index: int) -> np.ndarray:
+        """[boxes, 2] (height, width) of the boxes at each cell of level `index`."""
+        scale, following = self.scales[index], self.scales[index + 1]
+        sides = [(scale, scale), (np.sqrt(scale * following),) * 2]
+        for ratio in self.aspect_ratios[index]:
+            root = np.sqrt(ratio)
+            sides += [(scale / root, scale * root), (scale * root, scale / root)]
+        return np.array(sides, np.float64)

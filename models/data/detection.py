@@ -15,7 +15,7 @@ import tensorflow as tf
 from official.vision.dataloaders import maskrcnn_input, retinanet_input, tf_example_decoder
 from official.vision.ops import preprocess_ops
 
-from models.core.anchors import Anchors, RpnAnchors
+from models.core.anchors import Anchors, RpnAnchors, SsdAnchors
 from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.imagenet_schema import INFO_FILE, SPLITS
@@ -46,14 +46,16 @@ class RcnnTargets:
     mask_crop_size: int = 112
 
 
-@gin.configurable("detection_input", denylist=["rcnn"])
+@gin.configurable("detection_input", denylist=["default_boxes", "rcnn"])
 class DetectionInput:
     """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
     flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
 
     `num_classes` counts the background (class 0), as Model Garden does (COCO: 91); by default
-    it is the data's largest category id + 1, from dataset_info.json. `rcnn` (set by the
-    task, not gin) switches the labels from RetinaNet's to Faster/Mask R-CNN's.
+    it is the data's largest category id + 1, from dataset_info.json. Anchors are the
+    multiscale `anchors` grid, or with `default_boxes` SSD's fixed `ssd_anchors`; `rcnn`
+    switches the labels from RetinaNet's to Faster/Mask R-CNN's (both set by the task for its
+    model, not by gin).
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class DetectionInput:
         shuffle_buffer: int = 1000,
         cycle_length: int = 16,
         dtype: str = "float32",
+        default_boxes: bool = False,
         rcnn: RcnnTargets | None = None,
     ):
         if dtype not in DTYPES:
@@ -90,8 +93,11 @@ class DetectionInput:
         self.shuffle_buffer, self.cycle_length = shuffle_buffer, cycle_length
         self.dtype = dtype
         self.rcnn = rcnn
-        self.anchors = Anchors() if rcnn is None else RpnAnchors()
+        self.anchors = (
+            SsdAnchors() if default_boxes else Anchors() if rcnn is None else RpnAnchors()
+        )
         self.anchors.check_image_size(image_size, "detection_input.image_size")
+        self.default_boxes = default_boxes
         self._resolved_dir: str | None = None
         self._info: dict | None = None
 
@@ -176,6 +182,12 @@ class DetectionInput:
 
     def parser(self) -> retinanet_input.Parser:
         """Model Garden's RetinaNet parser with this input's augmentation and anchors."""
+        if self.default_boxes:
+            return DefaultBoxParser(
+                self.anchors,
+                output_size=[self.image_size, self.image_size],
+                **self._augmentation_settings(),
+            )
         return retinanet_input.Parser(
             match_threshold=self.anchors.match_threshold,
             unmatched_threshold=self.anchors.unmatched_threshold,
@@ -199,7 +211,6 @@ class DetectionInput:
     def _parser_settings(self) -> dict:
         """What both of Model Garden's parsers take alike: sizes, anchor grid, augmentation."""
         anchors = self.anchors
-        flip, scale_min, scale_max = self.augmentation
         return {
             "output_size": [self.image_size, self.image_size],
             "min_level": anchors.min_level,
@@ -207,6 +218,13 @@ class DetectionInput:
             "num_scales": anchors.num_scales,
             "aspect_ratios": list(anchors.aspect_ratios),
             "anchor_size": anchors.anchor_size,
+            **self._augmentation_settings(),
+        }
+
+    def _augmentation_settings(self) -> dict:
+        """Flip, scale jitter, crowds, instances and dtype, as every parser takes them."""
+        flip, scale_min, scale_max = self.augmentation
+        return {
             "aug_rand_hflip": flip,
             "aug_scale_min": scale_min,
             "aug_scale_max": scale_max,
@@ -238,6 +256,32 @@ class DetectionInput:
             files = self.files(split)
             for path, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
                 check_images(path, records)
+
+
+class DefaultBoxParser(retinanet_input.Parser):
+    """Model Garden's RetinaNet parser labelling SSD's fixed default boxes (`SsdAnchors`)
+    instead of its multiscale grid: the same augmentation, matching and label layout."""
+
+    def __init__(self, anchors: SsdAnchors, **settings):
+        grid = dict.fromkeys(("min_level", "max_level", "num_scales", "aspect_ratios"))
+        super().__init__(
+            **grid,
+            anchor_size=None,
+            match_threshold=anchors.match_threshold,
+            unmatched_threshold=anchors.unmatched_threshold,
+            pad=False,  # to the output size itself: no 2**max_level for SSD's 300 px
+            **settings,
+        )
+        self._boxes = anchors.boxes()
+
+    def _default_boxes(self, image_size) -> dict[str, tf.Tensor]:
+        return {level: tf.constant(boxes) for level, boxes in self._boxes.items()}
+
+    def _parse_train_data(self, data, anchor_labeler=None, input_anchor=None):
+        return super()._parse_train_data(data, anchor_labeler, self._default_boxes)
+
+    def _parse_eval_data(self, data, anchor_labeler=None, input_anchor=None):
+        return super()._parse_eval_data(data, anchor_labeler, self._default_boxes)
 
 
 def _blank(image: tf.Tensor, labels: dict) -> tuple[tf.Tensor, dict]:

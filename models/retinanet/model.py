@@ -7,10 +7,8 @@ import gin
 import tf_keras
 from official.vision.configs import backbones, common, decoders
 from official.vision.configs import retinanet as retinanet_config
-from official.vision.modeling import factory
 
-from models.core.anchors import Anchors
-from models.core.nms import check_nms_version
+from models.core.single_stage import build_single_stage, detection_settings
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 34, 50, 101)
@@ -28,45 +26,28 @@ def retinanet(
     use_sync_bn: bool = False,
     norm_momentum: float = 0.997,
     norm_epsilon: float = 1e-4,
-    pre_nms_top_k: int = 5000,
-    pre_nms_score_threshold: float = 0.05,
-    nms_iou_threshold: float = 0.5,
-    max_num_detections: int = 100,
-    nms_version: str = "v2",
 ) -> tf_keras.Model:
     """RetinaNet on a ResNet-`depth` v1.5 backbone with FPN over the `anchors` levels;
     `num_classes` counts the background (COCO: 91). Defaults: Model Garden's
-    retinanet_resnetfpn_coco; `nms_version` picks its NMS (models.core.nms)."""
-    anchors = Anchors()
-    anchors.check_image_size(image_size, "retinanet.image_size")
-    config = retinanet_config.RetinaNet(
-        num_classes=num_classes,
-        input_size=[image_size, image_size, 3],
-        **anchors.model_config_fields(retinanet_config.Anchor),
+    retinanet_resnetfpn_coco; the NMS is gin's `detections` (models.core.single_stage)."""
+    return build_single_stage(
+        num_classes,
+        image_size,
         backbone=backbones.Backbone(
             type="resnet",
             resnet=backbones.ResNet(model_id=depth, depth_multiplier=width_multiplier),
         ),
-        decoder=decoders.Decoder(type="fpn", fpn=decoders.FPN(num_filters=fpn_filters)),
+        fpn=decoders.FPN(num_filters=fpn_filters),
         head=retinanet_config.RetinaNetHead(num_convs=head_convs, num_filters=head_filters),
-        detection_generator=retinanet_config.DetectionGenerator(
-            pre_nms_top_k=pre_nms_top_k,
-            pre_nms_score_threshold=pre_nms_score_threshold,
-            nms_iou_threshold=nms_iou_threshold,
-            max_num_detections=max_num_detections,
-            nms_version=check_nms_version(nms_version, "retinanet.nms_version"),
-        ),
         norm_activation=common.NormActivation(
             activation="relu",
             use_sync_bn=use_sync_bn,
             norm_momentum=norm_momentum,
             norm_epsilon=norm_epsilon,
         ),
+        generator=detection_settings(),
+        owner="retinanet",
     )
-    input_specs = tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3])
-    model = factory.build_retinanet(input_specs, config)
-    model.retinanet_config = config  # what Model Garden's own task needs to build the same net
-    return model
 
 
 # torchvision's retinanet_resnet50_fpn (RetinaNet_ResNet50_FPN_Weights.COCO_V1 model card,

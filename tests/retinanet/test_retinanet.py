@@ -47,7 +47,7 @@ def test_serving_takes_jpeg_bytes_and_answers_in_image_pixels(digit_scenes_dir: 
 def test_predict_draws_the_detections_into_a_png(digit_scenes_dir: str, tmp_path: Path) -> None:
     # untrained, every score is near the focal-loss prior (0.01): keep them all
     task, models = default_task_and_models(
-        "DetectionTask.draw_score_threshold = 0.0", "retinanet.pre_nms_score_threshold = 0.0"
+        "DetectionTask.draw_score_threshold = 0.0", "detections.pre_nms_score_threshold = 0.0"
     )
     image = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[0]
     output = tmp_path / "drawn.png"
@@ -73,6 +73,6 @@ def test_predict_refuses_what_is_not_a_jpeg(tmp_path: Path) -> None:
 
 
 def test_an_unknown_nms_version_is_one_line() -> None:
-    with pytest.raises(UsageError, match="retinanet.nms_version = 'v9': use one of v2, batch"):
-        default_task_and_models('retinanet.nms_version = "v9"')
+    with pytest.raises(UsageError, match="detections.nms_version = 'v9': use one of v2, batch"):
+        default_task_and_models('detections.nms_version = "v9"')
     gin.clear_config()
