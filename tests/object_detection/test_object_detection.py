@@ -102,6 +102,6 @@ def test_unknown_parts_are_one_line() -> None:
     with pytest.raises(UsageError, match="ssd.class_activation = 'relu': use one of sigmoid"):
         default_task('ssd.class_activation = "relu"').build_models()
     with pytest.raises(
-        UsageError, match="fixes feature_pyramid = 'fpn_lite'; use the variant ssd_mob"
+        UsageError, match="ssd_mobilenet_v2_fpnlite fixes feature_pyramid = 'fpn_lite'"
     ):
         default_task('ssd.feature_pyramid = "fpn"').build_models()
