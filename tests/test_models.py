@@ -1,12 +1,15 @@
 """Every registered variant (timm's tests/test_models.py): built full size, its parameters
-against each published figure by the registry's one rule, and one training step on tiny input.
+against each published figure by the registry's one rule, and one training step on tiny input
+for each architecture.
 
 The step runs through the variant's own task (`synthetic_inputs`) and core's Trainer on a
 one-device CPU strategy (--slice=cpu-1), at max(32, the variant's minimum) pixels, 3 classes,
 batch 2, at full width, eagerly: tracing it would take 3-63 s a variant (ResNet-152: 20 s, at
-any width), eagerly it takes 0.3-2.6 s. A detector's step (45-150 s on 2026-12-02) runs once per
-architecture: its variants that differ only in backbone depth share every code path but the
-ResNet's, whose depths the resnet family's steps cover. That the steps also trace and compile
+any width), eagerly it takes 0.3-2.6 s (EfficientNet-B6 at full width: 61 s). A variant that only
+scales another's architecture (`SCALED_CLASSIFIERS`) takes no step of its own, and a detector's
+step (45-150 s on 2026-12-02) runs once per architecture: its variants that differ only in
+backbone depth share every code path but the ResNet's, whose block kinds resnet10 and resnet50
+cover. That the steps also trace and compile
 with XLA is each family's default-recipe check (tests/test_family_defaults.py).
 """
 
@@ -32,11 +35,25 @@ TINY = {"batch": 2, "classes": 3, "image_size": 32}
 BACKBONES = ("depth", "feature_extractor")
 
 
+# Classifiers that scale an architecture another step covers, code path for code path
+# (EfficientNet's compound coefficients; ResNet's depth within one block kind; AmoebaNet-D's
+# cells and filters, amoebanet_d_small's step): built full size and counted like every
+# variant, but no step of their own.
+SCALED_CLASSIFIERS = {
+    "amoebanet_d",
+    *(f"efficientnet_b{i}" for i in range(1, 8)),
+    *(f"resnet{depth}" for depth in (18, 34, 101, 152, 200)),
+}
+
+
 def _step_names() -> list[str]:
-    """Every classifier, and each detector architecture at its shallowest backbone."""
+    """Each classifier architecture (resnet10 for basic blocks, resnet50 for bottlenecks,
+    efficientnet_b0), and each detector architecture at its shallowest backbone."""
     names, architectures = [], set()
     for name in sorted(NAMES, key=lambda n: (registry.model_entry(n).fixed.get("depth", 0), n)):
         entry = registry.model_entry(name)
+        if name in SCALED_CLASSIFIERS:
+            continue
         if entry.task in DETECTION_TASKS:
             fixed = entry.fixed.items()
             others = sorted((key, value) for key, value in fixed if key not in BACKBONES)

@@ -1,4 +1,7 @@
-"""orbit runners driving any Task: steps_per_loop steps per tf.function, global-batch losses."""
+"""orbit runners driving any Task: steps_per_loop steps per tf.function, global-batch losses.
+
+A task's steps run without AutoGraph (plain TensorFlow: tf.cond, tf.while_loop): converting
+Model Garden's and Keras's code on every trace cost a detector 7-10 s a process (2026-12-03)."""
 
 from __future__ import annotations
 
@@ -131,6 +134,15 @@ def _scalar_logs(logs: object) -> dict[str, tf.Tensor]:
     return logs
 
 
+def _step_function(replica_step, jit_compile: bool):
+    """One replica's step as strategy.run calls it, compiled with XLA when `jit_compile`."""
+    return (
+        tf.function(replica_step, jit_compile=True, autograph=False)
+        if jit_compile
+        else replica_step
+    )
+
+
 class Trainer(orbit.StandardTrainer):
     """Runs task.train_step on every replica; reports the mean of every scalar it returns,
     the task's training metrics, each optimiser's learning rate and examples/s."""
@@ -152,7 +164,7 @@ class Trainer(orbit.StandardTrainer):
         with strategy.scope():
             self.metrics = task.build_metrics(training=True)
         self.means = LoopMeans(strategy)
-        self._step_fn = tf.function(self._replica_step, jit_compile=True) if jit_compile else None
+        self._step_fn = _step_function(self._replica_step, jit_compile)
         self._loop_start = time.perf_counter()
         self._loop_step = 0
         split = SYNTHETIC if synthetic_input else "train"
@@ -176,8 +188,9 @@ class Trainer(orbit.StandardTrainer):
         self._loop_start = time.perf_counter()
         self._loop_step = int(self.global_step.numpy())
 
+    @tf.autograph.experimental.do_not_convert  # and so is everything it calls
     def train_step(self, iterator):
-        self.strategy.run(self._step_fn or self._replica_step, args=(next(iterator),))
+        self.strategy.run(self._step_fn, args=(next(iterator),))
         self.global_step.assign_add(1)
 
     def train_loop_end(self) -> dict[str, float]:
@@ -215,8 +228,7 @@ class Evaluator(orbit.StandardEvaluator):
         self.averages = state.averages
         with strategy.scope():
             self.metrics = task.build_metrics(training=False, evaluation=evaluation)
-        step = self._replica_step
-        self._step_fn = tf.function(step, jit_compile=True) if jit_compile else step
+        self._step_fn = _step_function(self._replica_step, jit_compile)
         dataset = distributed_dataset(
             strategy, task, evaluation.split, evaluation.global_batch_size
         )
@@ -237,6 +249,7 @@ class Evaluator(orbit.StandardEvaluator):
             average.swap(self.strategy)
         return None
 
+    @tf.autograph.experimental.do_not_convert
     def eval_step(self, iterator):
         outputs = self.strategy.run(self._step_fn, args=(next(iterator),))
         return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)

@@ -178,7 +178,11 @@ class DetectionInput:
         decoder = tf_example_decoder.TfExampleDecoder(include_mask=masks)
         parser = self.parser() if self.rcnn is None else self.rcnn_parser(masks)
         parse = parser.parse_fn(training)
-        return lambda record: parse(decoder.decode(record))
+        # Plain TensorFlow ops: AutoGraph's conversion of Model Garden's parser took 10-20 s a
+        # process (2026-12-03), each time a pipeline was built.
+        return tf.autograph.experimental.do_not_convert(
+            lambda record: parse(decoder.decode(record))
+        )
 
     def parser(self) -> retinanet_input.Parser:
         """Model Garden's RetinaNet parser with this input's augmentation and anchors."""

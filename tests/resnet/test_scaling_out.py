@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli import latest_record, resnet_command, run_resnet
+from cli import SHARES_TRAINED_RUN, latest_record, resnet_command, run_resnet
 from zoo_testing import PYTHON, latest_step, restorable_checkpoints, wait_for
 
 # Two workers at the default recipe's global batch (64: 32 per worker) against one process at
@@ -44,10 +44,9 @@ def _final_accuracy(stdout: str) -> float:
 
 
 @pytest.mark.target
-def test_two_workers_reach_target_like_one_process(tmp_path, cli_env):
-    single = run_resnet(tmp_path / "one", env=cli_env)
-    assert single.returncode == 0, single.stderr[-3000:]
-    one = latest_record(tmp_path / "one")["final_metrics"]["top_1_accuracy"]
+@SHARES_TRAINED_RUN
+def test_two_workers_reach_target_like_one_process(tmp_path, cli_env, trained):
+    one = trained.record["final_metrics"]["top_1_accuracy"]  # the same recipe in one process
     model_dir = tmp_path / "two"
     two = subprocess.run(
         _launch(model_dir), env=cli_env, capture_output=True, text=True, timeout=900

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
 from pathlib import Path
 
 import pytest
-from cli import latest_record, resnet_command, run_resnet
-from zoo_testing import PYTHON, REPO, latest_step, wait_for
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, digits_dir):
-    """The default recipe trained to its target once; later tests read this model_dir."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    model_dir = tmp_path_factory.mktemp("trained")
-    result = run_resnet(model_dir, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return model_dir, result.stdout, env
+from cli import SHARES_TRAINED_RUN, latest_record, resnet_command, run_resnet
+from zoo_testing import PYTHON, latest_step, wait_for
 
 
 @pytest.mark.target
+@SHARES_TRAINED_RUN
 def test_default_recipe_reaches_target(trained):
-    model_dir, stdout, _ = trained
+    model_dir, stdout = trained.model_dir, trained.stdout
     record = latest_record(model_dir)
     assert record["status"] == "success"
     assert record["final_metrics"]["top_1_accuracy"] >= 0.97
@@ -39,9 +29,9 @@ def test_default_recipe_reaches_target(trained):
 
 
 @pytest.mark.target
+@SHARES_TRAINED_RUN
 def test_rerun_of_a_run_that_reached_its_target_trains_no_more(trained):
-    model_dir, _, env = trained
-    first = latest_record(model_dir)
+    model_dir, env, first = trained.model_dir, trained.env, trained.record
     rerun = run_resnet(model_dir, env=env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert f"resumed from checkpoint at step {first['steps']}" in rerun.stdout
@@ -52,8 +42,9 @@ def test_rerun_of_a_run_that_reached_its_target_trains_no_more(trained):
 
 
 @pytest.mark.target
+@SHARES_TRAINED_RUN
 def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
-    model_dir, _, env = trained
+    model_dir, env = trained.model_dir, trained.env
     result = run_resnet(model_dir, "--mode=export", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     export_dir = re.search(r"exported SavedModel to (\S+)", result.stdout).group(1)
