@@ -46,9 +46,6 @@ _INFO_INTEGERS = ("num_classes", "label_offset", *INFO_COUNT_KEYS.values())
 _VALIDATE_BATCH = 256
 _SAMPLE_RECORDS = 2  # Images decoded per shard before training.
 _AUTOTUNE = tf.data.AUTOTUNE
-# The per-example functions are plain TensorFlow ops: AutoGraph would only re-convert them (and
-# Model Garden's augmentations) in every process that builds a pipeline.
-_PLAIN_TF = tf.autograph.experimental.do_not_convert
 
 
 def _augmenter(
@@ -211,13 +208,17 @@ class ClassificationInput:
         """Endless shuffled, augmented examples; each carries its own stateless random seed."""
         records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
         seeds = tf.data.Dataset.random(seed=seed).batch(2)
+        # Plain TensorFlow ops: AutoGraph would only re-convert them (and Model Garden's
+        # augmentations) in every process that builds a pipeline.
+        train_example = tf.autograph.experimental.do_not_convert(self._train_example)
         return tf.data.Dataset.zip((records, seeds)).map(
-            _PLAIN_TF(self._train_example), num_parallel_calls=_AUTOTUNE
+            train_example, num_parallel_calls=_AUTOTUNE
         )
 
     def _eval_examples(self, records: tf.data.Dataset) -> tf.data.Dataset:
         """Every example once, then endless zero images labelled -1 (static-shape eval)."""
-        examples = records.map(_PLAIN_TF(self._eval_example), num_parallel_calls=_AUTOTUNE)
+        eval_example = tf.autograph.experimental.do_not_convert(self._eval_example)
+        examples = records.map(eval_example, num_parallel_calls=_AUTOTUNE)
         size = self.image_size
         padding = (tf.zeros([size, size, 3], self.dtype), tf.constant(PAD_LABEL, tf.int32))
         return examples.concatenate(tf.data.Dataset.from_tensors(padding).repeat())
