@@ -103,9 +103,10 @@ class ModelEntry:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     min_image_size: int = 1
     published: tuple[PublishedCount, ...] = ()
-    #: A detector that predicts on SSD's fixed default boxes (`ssd_anchors`), which its input
-    #: then labels instead of the multiscale `anchors` grid.
-    default_boxes: bool = False
+    #: A detector's anchor layout (models.core.anchors.ANCHOR_LAYOUTS), which its input labels:
+    #: None for its task's own (`anchors`, or a two-stage task's `rpn_anchors`), "ssd_anchors"
+    #: for SSD's fixed default boxes, "grid_anchors" for the Object Detection API's grid.
+    anchors: str | None = None
 
     @property
     def image_size(self) -> int:
@@ -170,7 +171,7 @@ def register_model(
     defaults: Mapping[str, Any] | None = None,
     min_image_size: int = 1,
     published: tuple[PublishedCount, ...] = (),
-    default_boxes: bool = False,
+    anchors: str | None = None,
 ) -> Callable:
     """Decorator registering `builder(**arguments) -> tf_keras.Model` as variant `name`."""
 
@@ -185,7 +186,7 @@ def register_model(
             defaults=dict(defaults or {}),
             min_image_size=min_image_size,
             published=tuple(published),
-            default_boxes=default_boxes,
+            anchors=anchors,
         )
         return builder
 

@@ -80,7 +80,11 @@ class RpnAnchors(Anchors):
     """A region proposal network's anchors (Faster R-CNN, Ren et al. 2015; with FPN, Lin et
     al. 2017): levels P2-P6, one scale x 3 aspect ratios, base size 8 x stride; IoU >= 0.7
     positive, < 0.3 negative, and `batch_size_per_im` anchors sampled per image, at most
-    `fg_fraction` of them positive (Model Garden's maskrcnn_resnetfpn_coco)."""
+    `fg_fraction` of them positive (Model Garden's maskrcnn_resnetfpn_coco).
+
+    `scales`, where set, lists each location's scales of the base size outright, as the
+    Object Detection API's grid anchor generator does (0.25, 0.5, 1, 2: four octaves on one
+    level), in place of Model Garden's `num_scales` steps within an octave (2**(i/num_scales))."""
 
     min_level: int = 2
     max_level: int = 6
@@ -90,15 +94,51 @@ class RpnAnchors(Anchors):
     unmatched_threshold: float = 0.3
     batch_size_per_im: int = 256
     fg_fraction: float = 0.5
+    scales: tuple[float, ...] = ()
     scope: ClassVar[str] = "rpn_anchors"
 
     def __post_init__(self):
+        self.scales = tuple(self.scales)
         super().__post_init__()
+        if any(scale <= 0 for scale in self.scales):
+            raise UsageError(f"{self.scope}.scales = {self.scales}: every scale must be positive")
         if self.batch_size_per_im < 1 or not 0 < self.fg_fraction <= 1:
             raise UsageError(
-                "rpn_anchors: need batch_size_per_im >= 1 and 0 < fg_fraction <= 1, got "
+                f"{self.scope}: need batch_size_per_im >= 1 and 0 < fg_fraction <= 1, got "
                 f"{self.batch_size_per_im} and {self.fg_fraction}"
             )
+
+    @property
+    def per_location(self) -> int:
+        return len(self._scales()) * len(self.aspect_ratios)
+
+    def model_config_fields(self, anchor_config: type) -> dict:
+        """As Anchors', `num_scales` counting the listed `scales` (the RPN head's size)."""
+        fields = super().model_config_fields(anchor_config)
+        fields["anchor"] = fields["anchor"].replace(num_scales=len(self._scales()))
+        return fields
+
+    def _scales(self) -> tuple[float, ...]:
+        return self.scales or tuple(2 ** (i / self.num_scales) for i in range(self.num_scales))
+
+    def boxes(self, image_size: int) -> dict[str, np.ndarray]:
+        """Level -> [cells, cells, anchors per cell * 4] float32 (ymin, xmin, ymax, xmax) pixels
+        of a square `image_size` image: Model Garden's multilevel anchor layout (centres half a
+        stride in, scale-major, aspect ratio w/h), any scales."""
+        out = {}
+        for level in range(self.min_level, self.max_level + 1):
+            cells = -(-image_size // 2**level)
+            stride = image_size / cells
+            centres = np.arange(cells) * stride + stride / 2
+            cy, cx = np.meshgrid(centres, centres, indexing="ij")
+            per_cell = []
+            for scale in self._scales():
+                for ratio in self.aspect_ratios:
+                    half = self.anchor_size * 2**level * scale / 2
+                    hy, hx = half / np.sqrt(ratio), half * np.sqrt(ratio)
+                    per_cell.append(np.stack([cy - hy, cx - hx, cy + hy, cx + hx], axis=-1))
+            out[str(level)] = np.concatenate(per_cell, axis=-1).astype(np.float32)
+        return out
 
 
 @gin.configurable("ssd_anchors")
@@ -179,3 +219,27 @@ class SsdAnchors:
             root = np.sqrt(ratio)
             sides += [(scale / root, scale * root), (scale * root, scale / root)]
         return np.array(sides, np.float64)
+
+
+@gin.configurable("grid_anchors")
+@dataclass
+class GridAnchors(RpnAnchors):
+    """The Object Detection API's first-stage grid (grid_anchor_generator in its
+    faster_rcnn_resnet*_coco17 configs): on C4 alone (stride 16), scales 0.25, 0.5, 1 and 2 of
+    a 256-pixel base (16 x stride) x aspect ratios 0.5, 1, 2; IoU >= 0.7 positive, < 0.3
+    negative, 256 sampled per image, half of them positive at most."""
+
+    min_level: int = 4
+    max_level: int = 4
+    anchor_size: float = 16.0
+    scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
+    scope: ClassVar[str] = "grid_anchors"
+
+
+# The anchor layouts a detector's input can label, by gin name (registry.ModelEntry.anchors).
+ANCHOR_LAYOUTS = {
+    "anchors": Anchors,
+    "rpn_anchors": RpnAnchors,
+    "grid_anchors": GridAnchors,
+    "ssd_anchors": SsdAnchors,
+}

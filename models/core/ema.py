@@ -66,7 +66,7 @@ class WeightAverage:
         with strategy.scope():
             self._swap()
 
-    @tf.function
+    @tf.function(autograph=False)  # a Python loop over the variables: nothing to convert
     def _swap(self) -> None:
         for average, weight in zip(self.averages, self._weights, strict=True):
             held = tf.identity(weight.read_value())

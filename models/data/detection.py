@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import gin
 import tensorflow as tf
 from official.vision.dataloaders import maskrcnn_input, retinanet_input, tf_example_decoder
-from official.vision.ops import preprocess_ops
+from official.vision.ops import anchor, preprocess_ops
 
-from models.core.anchors import Anchors, RpnAnchors, SsdAnchors
+from models.core.anchors import ANCHOR_LAYOUTS, RpnAnchors, SsdAnchors
 from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.imagenet_schema import INFO_FILE, SPLITS
@@ -46,16 +46,16 @@ class RcnnTargets:
     mask_crop_size: int = 112
 
 
-@gin.configurable("detection_input", denylist=["default_boxes", "rcnn"])
+@gin.configurable("detection_input", denylist=["anchors", "rcnn"])
 class DetectionInput:
     """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
     flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
 
     `num_classes` counts the background (class 0), as Model Garden does (COCO: 91); by default
     it is the data's largest category id + 1, from dataset_info.json. Anchors are the
-    multiscale `anchors` grid, or with `default_boxes` SSD's fixed `ssd_anchors`; `rcnn`
-    switches the labels from RetinaNet's to Faster/Mask R-CNN's (both set by the task for its
-    model, not by gin).
+    layout named by `anchors` (models.core.anchors.ANCHOR_LAYOUTS): by default the multiscale
+    `anchors` grid, or a two-stage model's `rpn_anchors`; `rcnn` switches the labels from
+    RetinaNet's to Faster/Mask R-CNN's (both set by the task for its model, not by gin).
     """
 
     def __init__(
@@ -74,7 +74,7 @@ class DetectionInput:
         shuffle_buffer: int = 1000,
         cycle_length: int = 16,
         dtype: str = "float32",
-        default_boxes: bool = False,
+        anchors: str | None = None,
         rcnn: RcnnTargets | None = None,
     ):
         if dtype not in DTYPES:
@@ -93,11 +93,9 @@ class DetectionInput:
         self.shuffle_buffer, self.cycle_length = shuffle_buffer, cycle_length
         self.dtype = dtype
         self.rcnn = rcnn
-        self.anchors = (
-            SsdAnchors() if default_boxes else Anchors() if rcnn is None else RpnAnchors()
-        )
+        layout = anchors or ("anchors" if rcnn is None else "rpn_anchors")
+        self.anchors = ANCHOR_LAYOUTS[layout]()
         self.anchors.check_image_size(image_size, "detection_input.image_size")
-        self.default_boxes = default_boxes
         self._resolved_dir: str | None = None
         self._info: dict | None = None
 
@@ -186,7 +184,7 @@ class DetectionInput:
 
     def parser(self) -> retinanet_input.Parser:
         """Model Garden's RetinaNet parser with this input's augmentation and anchors."""
-        if self.default_boxes:
+        if isinstance(self.anchors, SsdAnchors):
             return DefaultBoxParser(
                 self.anchors,
                 output_size=[self.image_size, self.image_size],
@@ -202,7 +200,9 @@ class DetectionInput:
         """Model Garden's Mask R-CNN parser with this input's augmentation, RPN anchors and
         mask crop size (an input built with `rcnn` only)."""
         anchors = self.anchors
-        return maskrcnn_input.Parser(
+        listed = {"anchors": anchors} if anchors.scales else {}
+        return (ListedScalesRpnParser if listed else maskrcnn_input.Parser)(
+            **listed,
             rpn_match_threshold=anchors.match_threshold,
             rpn_unmatched_threshold=anchors.unmatched_threshold,
             rpn_batch_size_per_im=anchors.batch_size_per_im,
@@ -236,6 +236,14 @@ class DetectionInput:
             "max_num_instances": self.max_num_instances,
             "dtype": self.dtype,
         }
+
+    def fixed_anchor_boxes(self) -> dict[str, tf.Tensor] | None:
+        """The anchors a model cannot make from its own config (RPN anchors of listed
+        `scales`), level -> [cells, cells, anchors * 4]; None where it makes them itself."""
+        if isinstance(self.anchors, RpnAnchors) and self.anchors.scales:
+            boxes = self.anchors.boxes(self.image_size)
+            return {level: tf.constant(grid) for level, grid in boxes.items()}
+        return None
 
     def decode_for_serving(self, image_bytes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Scalar JPEG string -> (normalised, resized and padded image, image_info), as the
@@ -286,6 +294,42 @@ class DefaultBoxParser(retinanet_input.Parser):
 
     def _parse_eval_data(self, data, anchor_labeler=None, input_anchor=None):
         return super()._parse_eval_data(data, anchor_labeler, self._default_boxes)
+
+
+class ListedScalesRpnParser(maskrcnn_input.Parser):
+    """Model Garden's Mask R-CNN parser on RPN anchors of listed scales (`RpnAnchors.scales`,
+    which its anchor generator cannot lay out): its output with the anchors replaced and, in
+    training, the RPN labels computed again on them by its own labeler."""
+
+    def __init__(self, anchors: RpnAnchors, **settings):
+        super().__init__(**settings)
+        self._labeler = anchor.RpnAnchorLabeler(
+            self._rpn_match_threshold,
+            self._rpn_unmatched_threshold,
+            self._rpn_batch_size_per_im,
+            self._rpn_fg_fraction,
+        )
+        self._boxes = anchors.boxes(self._output_size[0])
+
+    def _anchor_boxes(self) -> dict[str, tf.Tensor]:
+        return {level: tf.constant(boxes) for level, boxes in self._boxes.items()}
+
+    def _parse_train_data(self, data):
+        image, labels = super()._parse_train_data(data)
+        real = labels["gt_classes"] >= 0  # padding is -1
+        boxes = tf.boolean_mask(labels["gt_boxes"], real)
+        classes = tf.cast(tf.boolean_mask(labels["gt_classes"], real), tf.float32)
+        anchor_boxes = self._anchor_boxes()
+        scores, box_targets = self._labeler.label_anchors(anchor_boxes, boxes, classes[:, None])
+        labels.update(
+            anchor_boxes=anchor_boxes, rpn_score_targets=scores, rpn_box_targets=box_targets
+        )
+        return image, labels
+
+    def _parse_eval_data(self, data):
+        image, labels = super()._parse_eval_data(data)
+        labels["anchor_boxes"] = self._anchor_boxes()
+        return image, labels
 
 
 def _blank(image: tf.Tensor, labels: dict) -> tuple[tf.Tensor, dict]:

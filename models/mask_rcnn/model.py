@@ -6,21 +6,17 @@ faster_rcnn_resnet{18,50}_fpn."""
 from __future__ import annotations
 
 import gin
-import tensorflow as tf
 import tf_keras
 from official.vision.configs import backbones, common, decoders
 from official.vision.configs import maskrcnn as maskrcnn_config
-from official.vision.modeling import factory
-from official.vision.modeling.backbones import factory as backbone_factory
-from official.vision.modeling.decoders import fpn
 
 from models.core.anchors import RpnAnchors
 from models.core.errors import check_choice
 from models.core.nms import check_nms_version
+from models.core.two_stage import build_two_stage
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 50)
-RESNET_MAX_LEVEL = 5  # C5, stride 32: the backbone's last level
 COARSER_LEVELS = ("max_pool", "conv")
 # The proposals' NMS: Model Garden's padded NMS (XLA, TPU) or combined NMS (CPU and GPU only).
 PROPOSAL_NMS = ("padded", "batched")
@@ -127,44 +123,7 @@ def mask_rcnn(
         **heads,
         **(masks if include_mask else dict.fromkeys(masks)),
     )
-    return build(config, pooled_top=coarser_levels == "max_pool")
-
-
-def build(config: maskrcnn_config.MaskRCNN, pooled_top: bool = False) -> tf_keras.Model:
-    """Model Garden's network for `config` (with `pooled_top`, its FPN stops at C5's level and
-    max pooling makes the levels above), its box and mask heads built by one symbolic call
-    (as its MaskRCNNTask.build_model does), so that every weight exists before training."""
-    size = config.input_size
-    specs = tf_keras.layers.InputSpec(shape=[None, *size])
-    backbone = backbone_factory.build_backbone(
-        input_specs=specs,
-        backbone_config=config.backbone,
-        norm_activation_config=config.norm_activation,
-    )
-    pooled = pooled_top and config.max_level > RESNET_MAX_LEVEL
-    decoder = pooled_fpn(backbone, config) if pooled else None
-    model = factory.build_maskrcnn(specs, config, backbone=backbone, decoder=decoder)
-
-    # Plain TensorFlow: AutoGraph's conversion of Model Garden's heads added ~12 s a build.
-    @tf.autograph.experimental.do_not_convert
-    def symbolic_call():
-        model(tf_keras.Input(size), image_shape=tf_keras.Input([2]), training=False)
-
-    symbolic_call()
-    return model
-
-
-def pooled_fpn(backbone: tf_keras.Model, config: maskrcnn_config.MaskRCNN) -> tf_keras.Model:
-    """Model Garden's FPN up to C5's level, each level above it a stride-2 subsampling of the
-    one below (max pooling with a 1x1 window: the FPN paper's P6, no parameters)."""
-    top = min(config.max_level, RESNET_MAX_LEVEL)
-    pyramid = fpn.build_fpn_decoder(backbone.output_specs, config.replace(max_level=top))
-    inputs = {level: tf_keras.Input(shape[1:]) for level, shape in backbone.output_specs.items()}
-    features = dict(pyramid(inputs))
-    for level in range(top + 1, config.max_level + 1):
-        pool = tf_keras.layers.MaxPool2D(pool_size=1, strides=2, name=f"p{level}_subsample")
-        features[str(level)] = pool(features[str(level - 1)])
-    return tf_keras.Model(inputs, features, name="fpn_pooled_top")
+    return build_two_stage(config, pooled_top=coarser_levels == "max_pool")
 
 
 # torchvision's maskrcnn_resnet50_fpn and fasterrcnn_resnet50_fpn (COCO_V1 model cards,

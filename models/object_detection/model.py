@@ -13,7 +13,10 @@ from official.vision.configs import retinanet as retinanet_config
 
 from models.core.errors import check_choice
 from models.core.single_stage import build_single_stage, detection_settings
-from models.object_detection import ssd_resnet34  # noqa: F401  (registers ssd_resnet34_300)
+from models.object_detection import (  # noqa: F401  (register their variants)
+    faster_rcnn,
+    ssd_resnet34,
+)
 from models.registry import PublishedCount, register_model
 
 

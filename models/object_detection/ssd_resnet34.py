@@ -125,5 +125,5 @@ register_model(
     task="DetectionTask",
     min_image_size=300,
     published=(PUBLISHED,),
-    default_boxes=True,
+    anchors="ssd_anchors",
 )(ssd_resnet34)

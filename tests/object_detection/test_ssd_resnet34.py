@@ -45,7 +45,7 @@ def test_the_input_labels_the_default_boxes_for_the_model(digit_scenes_dir: str)
         ["detection_input.image_size = 300", "detection_input.builtin = 'digit_scenes'"]
     )
     task = DetectionTask(model="ssd_resnet34_300", seed=0)
-    assert task.input.default_boxes
+    assert isinstance(task.input.anchors, SsdAnchors)
     images, labels = next(iter(task.build_inputs("train", 2, None)))
     assert images.shape == (2, 300, 300, 3)
     assert {k: v.shape[1:] for k, v in labels["cls_targets"].items()} == {

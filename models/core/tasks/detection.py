@@ -49,8 +49,8 @@ class DetectionTask(CocoDetectionTask):
         box_loss_weight: float = 50.0,
         draw_score_threshold: float = 0.25,
     ):
-        boxes = registry.model_entry(model).default_boxes  # SSD's default boxes, or `anchors`
-        data = DetectionInput(data_dir=data_dir, default_boxes=boxes)
+        anchors = registry.model_entry(model).anchors  # SSD's default boxes, or `anchors`
+        data = DetectionInput(data_dir=data_dir, anchors=anchors)
         super().__init__(model, data, seed, draw_score_threshold)
         if class_loss is not None:
             check_choice(class_loss, CLASS_LOSSES, "DetectionTask.class_loss")

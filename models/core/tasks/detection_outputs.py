@@ -84,6 +84,8 @@ def jpeg_serving(
     """The `serving_default` of a detector reading JPEG bytes; `mask_side` (the mask head's
     output side) adds each detection's mask, box-relative."""
 
+    anchors = data.fixed_anchor_boxes()
+
     def predict(image_bytes):
         signature = (
             tf.TensorSpec([data.image_size] * 2 + [3], tf.as_dtype(data.dtype)),
@@ -92,7 +94,12 @@ def jpeg_serving(
         images, info = tf.map_fn(
             data.decode_for_serving, image_bytes, fn_output_signature=signature
         )
-        outputs = model(images, image_shape=info[:, 1, :], training=False)
+        outputs = model(
+            images,
+            image_shape=info[:, 1, :],
+            anchor_boxes=batch_of(anchors, images),
+            training=False,
+        )
         answer = {
             "boxes": to_original_pixels(outputs["detection_boxes"], info),
             "classes": tf.cast(outputs["detection_classes"], tf.int32),
@@ -114,7 +121,10 @@ def jpeg_serving(
             empty["masks"] = tf.zeros([0, rows, mask_side, mask_side])
         return empty
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
+    # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer the model calls.
+    @tf.function(
+        input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
+    )
     def serve(image_bytes):
         """Each image's detections: boxes [ymin, xmin, ymax, xmax] in its own pixels,
         COCO category ids, scores, and how many of the rows are real; with masks, each
@@ -122,6 +132,15 @@ def jpeg_serving(
         return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
 
     return serve
+
+
+def batch_of(anchors: dict[str, tf.Tensor] | None, images: tf.Tensor) -> dict | None:
+    """Each level's anchors repeated for every image of the batch (None stays None: the model
+    makes its own)."""
+    if anchors is None:
+        return None
+    count = tf.shape(images)[0]
+    return {level: tf.tile(boxes[None], [count, 1, 1, 1]) for level, boxes in anchors.items()}
 
 
 def draw_detections(

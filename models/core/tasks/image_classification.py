@@ -138,7 +138,10 @@ class ImageClassificationTask(Task):
                 "probabilities": tf.zeros([0, self.input.num_classes], tf.float32),
             }
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")])
+        # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer called.
+        @tf.function(
+            input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
+        )
         def serve(image_bytes):
             """classes and probabilities of each image; an empty batch gets empty answers."""
             return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)

@@ -50,11 +50,12 @@ class InstanceSegmentationTask(CocoDetectionTask):
         mask_weight: float = 1.0,
         draw_score_threshold: float = 0.5,
     ):
-        self.include_mask = _variant_masks(model) if include_mask is None else include_mask
+        entry = registry.model_entry(model)
+        self.include_mask = _variant_masks(entry) if include_mask is None else include_mask
         targets = RcnnTargets(include_mask=self.include_mask, mask_crop_size=mask_crop_size)
-        data = DetectionInput(data_dir=data_dir, rcnn=targets)
+        data = DetectionInput(data_dir=data_dir, rcnn=targets, anchors=entry.anchors)
         super().__init__(model, data, seed, draw_score_threshold)
-        losses = maskrcnn_config.Losses(
+        self.loss_settings = maskrcnn_config.Losses(
             rpn_huber_loss_delta=rpn_huber_loss_delta,
             frcnn_huber_loss_delta=frcnn_huber_loss_delta,
             rpn_score_weight=rpn_score_weight,
@@ -63,17 +64,26 @@ class InstanceSegmentationTask(CocoDetectionTask):
             frcnn_box_weight=frcnn_box_weight,
             mask_weight=mask_weight,
         )
-        network = maskrcnn_config.MaskRCNN(include_mask=self.include_mask)
-        self.objective = maskrcnn_task.MaskRCNNTask(
-            maskrcnn_config.MaskRCNNTask(model=network, losses=losses)
-        )
+        self.objective: maskrcnn_task.MaskRCNNTask | None = None
 
     def build_models(self) -> Models:
         size, classes = self.input.image_size, self.input.num_classes
         model = registry.create_model(
             self.model, num_classes=classes, image_size=size, include_mask=self.include_mask
         )
+        self.objective = self._objective(model)
         return {"model": model}
+
+    def _objective(self, model) -> maskrcnn_task.MaskRCNNTask:
+        """Model Garden's losses for `model`: one box per ROI or one per class, as it has."""
+        agnostic = bool(model.get_config()["class_agnostic_bbox_pred"])
+        network = maskrcnn_config.MaskRCNN(
+            include_mask=self.include_mask,
+            detection_head=maskrcnn_config.DetectionHead(class_agnostic_bbox_pred=agnostic),
+        )
+        return maskrcnn_task.MaskRCNNTask(
+            maskrcnn_config.MaskRCNNTask(model=network, losses=self.loss_settings)
+        )
 
     def validate_data(self, splits: Sequence[str]) -> None:
         """The input's checks, and for mask AP the instances JSON of every evaluated split."""
@@ -102,6 +112,6 @@ class InstanceSegmentationTask(CocoDetectionTask):
         return {"image_shape": labels["image_info"][:, 1, :]} | {n: labels[n] for n in names}
 
 
-def _variant_masks(model: str) -> bool:
+def _variant_masks(entry: registry.ModelEntry) -> bool:
     """Whether the registered variant predicts masks (Mask R-CNN) or not (Faster R-CNN)."""
-    return bool(registry.model_entry(model).fixed.get("include_mask", True))
+    return bool(entry.fixed.get("include_mask", True))
