@@ -12,6 +12,8 @@ from official.vision.modeling.backbones import factory as backbone_factory
 from official.vision.modeling.decoders import fpn
 
 RESNET_MAX_LEVEL = 5  # C5, stride 32: the backbone's last level
+# The proposals' NMS: Model Garden's padded NMS (XLA, TPU) or combined NMS (CPU and GPU only).
+PROPOSAL_NMS = ("padded", "batched")
 
 
 def build_two_stage(

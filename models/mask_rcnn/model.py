@@ -13,13 +13,11 @@ from official.vision.configs import maskrcnn as maskrcnn_config
 from models.core.anchors import RpnAnchors
 from models.core.errors import check_choice
 from models.core.nms import check_nms_version
-from models.core.two_stage import build_two_stage
+from models.core.two_stage import PROPOSAL_NMS, build_two_stage
 from models.registry import PublishedCount, register_model
 
 DEPTHS = (18, 50)
 COARSER_LEVELS = ("max_pool", "conv")
-# The proposals' NMS: Model Garden's padded NMS (XLA, TPU) or combined NMS (CPU and GPU only).
-PROPOSAL_NMS = ("padded", "batched")
 
 
 @gin.configurable

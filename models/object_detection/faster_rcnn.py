@@ -18,7 +18,7 @@ from official.vision.modeling.layers import nn_blocks
 from models.core.anchors import GridAnchors
 from models.core.errors import UsageError, check_choice
 from models.core.nms import check_nms_version
-from models.core.two_stage import build_two_stage
+from models.core.two_stage import PROPOSAL_NMS, build_two_stage
 from models.registry import register_model
 
 C4 = 4  # the RPN's and the ROI crops' level: the ResNet's fourth stage, stride 16
@@ -71,7 +71,7 @@ def faster_rcnn(
             f"faster_rcnn proposes on C4 only: grid_anchors.min_level and max_level must be {C4}"
         )
     anchors.check_image_size(image_size, "faster_rcnn.image_size")
-    check_choice(proposal_nms, ("padded", "batched"), "faster_rcnn.proposal_nms")
+    check_choice(proposal_nms, PROPOSAL_NMS, "faster_rcnn.proposal_nms")
     norm = common.NormActivation(
         activation="relu",
         use_sync_bn=use_sync_bn,
