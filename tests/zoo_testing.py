@@ -61,6 +61,12 @@ def run_model(
     )
 
 
+def run_converter(name: str, *args: str, env: dict) -> subprocess.CompletedProcess:
+    """Runs `python -m models.data.convert.<name> ARGS` as its users do."""
+    command = [PYTHON, "-m", f"models.data.convert.{name}", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
 def latest_record(model_dir) -> dict:
     """The newest JSON run record in model_dir/records."""
     records = sorted((Path(model_dir) / "records").glob("*.json"))

@@ -166,6 +166,17 @@ def run_app(main: Callable[[list[str]], object]) -> None:
     run_guarded(lambda: app.run(main, flags_parser=parse))
 
 
+def require_flags(argv: list[str], *names: str) -> None:
+    """UsageError for positional arguments left after the flags, or a required flag unset."""
+    from absl import flags
+
+    if len(argv) > 1:
+        raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    for name in names:
+        if not flags.FLAGS[name].value:
+            raise UsageError(f"--{name} is required")
+
+
 def run_guarded(main: Callable[[], object]) -> None:
     """Runs `main`: UsageError, bad data, I/O and resource errors and wrong-typed gin values
     become one line with exit code 2; a signal before training, one line and 128 + signal."""

@@ -7,12 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from zoo_testing import run_converter
 
 from models.core.errors import UsageError
 from models.data.classification import ClassificationInput
@@ -125,9 +125,7 @@ def test_validation_folder_with_class_subfolders(image_tree: Path, tmp_path: Pat
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """Runs the converter as its users do."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    command = [sys.executable, "-m", "models.data.convert.image_folder", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    return run_converter("image_folder", *args, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
 
 
 def test_unreadable_image_leaves_no_partial_dataset(image_tree: Path, tmp_path: Path) -> None:

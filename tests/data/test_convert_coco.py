@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 from pycocotools import mask as coco_mask
+from zoo_testing import run_converter
 
 from models.core.errors import UsageError
 from models.data.convert.coco import convert
@@ -243,8 +243,7 @@ def test_image_failing_mid_write_leaves_no_shards(coco, tmp_path):
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """Runs the converter's command line."""
-    command = [sys.executable, "-m", "models.data.convert.coco", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    return run_converter("coco", *args, env=env)
 
 
 def _set(path: Path, change) -> None:

@@ -20,7 +20,7 @@ from absl import flags
 from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
-from models.core.errors import UsageError, run_app
+from models.core.errors import UsageError, require_flags, run_app
 from models.data.coco_schema import (
     coco_example,
     ground_truth_file,
@@ -454,11 +454,7 @@ def define_flags() -> None:
 def main(argv: list[str]) -> None:
     """Converts with the parsed flags and prints what was written."""
     f = flags.FLAGS
-    if len(argv) > 1:
-        raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    for name in ("image_dir", "annotations", "output_dir"):
-        if not f[name].value:
-            raise UsageError(f"--{name} is required")
+    require_flags(argv, "image_dir", "annotations", "output_dir")
     info = convert(
         f.image_dir, f.annotations, f.output_dir, f.split, f.num_shards, f.include_masks, True
     )

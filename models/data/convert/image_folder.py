@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from absl import app, flags
 from PIL import UnidentifiedImageError
 
-from models.core.errors import UsageError, fail, nearest, run_guarded
+from models.core.errors import UsageError, fail, nearest, require_flags, run_guarded
 from models.data.imagenet_schema import (
     LABEL_OFFSET,
     SPLIT_PREFIXES,
@@ -325,11 +325,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 def _run(argv: list[str]) -> None:
     """Converts with the parsed flags."""
     f = flags.FLAGS
-    if len(argv) > 1:
-        raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    for name in ("input_dir", "output_dir"):
-        if not f[name].value:
-            raise UsageError(f"--{name} is required")
+    require_flags(argv, "input_dir", "output_dir")
     info = convert(
         f.input_dir,
         f.output_dir,
