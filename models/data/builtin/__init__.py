@@ -65,7 +65,19 @@ def _digit_scenes() -> str:
     return digit_scenes.prepare()
 
 
-BUILTINS: dict[str, Callable[[], str]] = {"digits": _digits, "digit_scenes": _digit_scenes}
+def _python_docs() -> str:
+    """Prepares the standard library's docstrings as BERT's corpus (imported lazily: it pulls in
+    tensorflow-text and Model Garden's NLP data tools)."""
+    from models.data.builtin import python_docs
+
+    return python_docs.prepare()
+
+
+BUILTINS: dict[str, Callable[[], str]] = {
+    "digits": _digits,
+    "digit_scenes": _digit_scenes,
+    "python_docs": _python_docs,
+}
 
 
 def prepare(name: str) -> str:
