@@ -8,7 +8,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast format clean
+.PHONY: demo test test-fast format clean system-packages
+
+# Debian packages that built-in datasets read (wordnet-base: WordNet's noun glosses, the BERT
+# classification task). Installed where apt-get exists and make runs as root; elsewhere, or when
+# the install fails, the dataset names the command in one line when it is first built.
+SYSTEM_PACKAGES := wordnet-base
+system-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			$(SYSTEM_PACKAGES) >/dev/null) || echo "warning: could not install $(SYSTEM_PACKAGES)"; \
+	fi
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,20 +29,20 @@ $(STAMP): setup.py
 
 # Time-to-accuracy of the default ResNet recipe (built-in digits, 97% top-1) on simulated
 # slices cpu-1/2/4, three seeds each, then the report table and plots.
-demo: $(STAMP)
+demo: $(STAMP) system-packages
 	rm -rf runs/demo
 	$(PY) -m benchmarks.run --recipe=resnet/default --slices=cpu-1,cpu-2,cpu-4 \
 		--repeats=3 --out=runs/demo
 	$(PY) -m benchmarks.report runs/demo
 
 # Everything: ruff, then every test, each family's train-to-target runs included.
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(VENV)/bin/ruff check models benchmarks tests
 	$(PY) -m pytest -q $(XDIST) --durations=15 tests
 
 # Quick iteration: every test that neither trains a model to a target nor is marked slow
 # (XLA compiles, process clusters, every variant built full size, long CLI runs).
-test-fast: $(STAMP)
+test-fast: $(STAMP) system-packages
 	$(VENV)/bin/ruff check models benchmarks tests
 	$(PY) -m pytest -q $(XDIST) --durations=10 -m "not target and not slow" tests
 

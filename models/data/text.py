@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 # BERT's special tokens: padding, unknown word, sequence start, separator, masked-LM slot.
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+VOCAB_FILE = "vocab.txt"  # Beside records, the vocabulary that made them.
 # A longer word is one [UNK], as in Model Garden's tokenization.py (Google's first release: 200);
 # it counts characters, tensorflow-text bytes: the same for ASCII.
 MAX_WORD_LENGTH = 400

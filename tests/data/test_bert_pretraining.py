@@ -53,6 +53,7 @@ def test_records_decode_with_model_gardens_pretraining_dataloader(corpus, tmp_pa
         "dataset_info.json",
         "train-00000-of-00002",
         "train-00001-of-00002",
+        "vocab.txt",  # the vocabulary that made them, beside them
     ]
     assert json.loads((tmp_path / "dataset_info.json").read_text()) == info
     config = BertPretrainDataConfig(

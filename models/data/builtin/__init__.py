@@ -73,10 +73,18 @@ def _python_docs() -> str:
     return python_docs.prepare()
 
 
+def _wordnet_glosses() -> str:
+    """Prepares WordNet's noun definitions by lexicographer class (Debian's wordnet-base)."""
+    from models.data.builtin import wordnet_glosses
+
+    return wordnet_glosses.prepare()
+
+
 BUILTINS: dict[str, Callable[[], str]] = {
     "digits": _digits,
     "digit_scenes": _digit_scenes,
     "python_docs": _python_docs,
+    "wordnet_glosses": _wordnet_glosses,
 }
 
 

@@ -88,16 +88,16 @@ def write_text(root: Path, out: Path) -> dict[str, int]:
 def _write(out: Path) -> None:
     from models.data.convert import bert_pretraining
     from models.data.convert.vocab import learn_vocab
-    from models.data.text import write_vocab
+    from models.data.text import VOCAB_FILE, write_vocab
 
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     counts = write_text(stdlib, out)
     vocab, _, _ = learn_vocab([str(out / "train.txt")], VOCAB_SIZE)
-    write_vocab(vocab, str(out / "vocab.txt"))
+    write_vocab(vocab, str(out / VOCAB_FILE))
     for split, dupe_factor in (("train", TRAIN_DUPE_FACTOR), ("validation", 1)):
         masking = bert_pretraining.Masking(dupe_factor=dupe_factor)
         bert_pretraining.convert(
-            [str(out / f"{split}.txt")], str(out / "vocab.txt"), str(out), split, 4, masking
+            [str(out / f"{split}.txt")], str(out / VOCAB_FILE), str(out), split, 4, masking
         )
     info = json.loads((out / "dataset_info.json").read_text())
     source = {"source": f"Python {sys.version.split()[0]} standard library docstrings"}

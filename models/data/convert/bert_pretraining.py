@@ -22,7 +22,7 @@ from absl import flags, logging
 
 from models.core.errors import UsageError, require_flags, run_app
 from models.data.convert.vocab import text_files
-from models.data.text import read_vocab
+from models.data.text import VOCAB_FILE, read_vocab, write_vocab
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def convert(
     masking.check()
     if num_shards < 1:
         raise UsageError(f"--num_shards must be at least 1, got {num_shards}")
-    vocab_size = len(read_vocab(vocab))
-    _check_output(output_dir, split)
+    tokens = read_vocab(vocab)
+    _check_output(output_dir, split, tokens)
     tokenizer = FullTokenizer(vocab, do_lower_case=masking.do_lower_case)
     with tqdm(desc="reading", unit=" lines", disable=not progress, delay=1) as bar:
         instances = reference.create_training_instances(
@@ -134,15 +134,19 @@ def convert(
     info = {
         f"num_{split}_examples": len(instances),
         f"{split}_masking": asdict(masking),
-        "vocab_size": vocab_size,
+        "vocab_size": len(tokens),
         "max_seq_length": masking.max_seq_length,
         "max_predictions_per_seq": masking.max_predictions_per_seq,
     }
-    return _merge_info(output_dir, info)
+    merged = _merge_info(output_dir, info)
+    if not tf.io.gfile.exists(os.path.join(output_dir, VOCAB_FILE)):
+        write_vocab(tokens, os.path.join(output_dir, VOCAB_FILE))
+    return merged
 
 
-def _check_output(output_dir: str, split: str) -> None:
-    """Creates output_dir; UsageError when the split is already there (never overwritten)."""
+def _check_output(output_dir: str, split: str, tokens: list[str]) -> None:
+    """Creates output_dir; UsageError when the split is already there (never overwritten) or
+    the folder's vocabulary (written with its first split) is another."""
     import tensorflow as tf
 
     if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
@@ -152,6 +156,11 @@ def _check_output(output_dir: str, split: str) -> None:
         raise UsageError(
             f"--output_dir {output_dir} already holds {split} shards; remove them or choose "
             "another --output_dir or --split"
+        )
+    existing = os.path.join(output_dir, VOCAB_FILE)
+    if tf.io.gfile.exists(existing) and read_vocab(existing) != tokens:
+        raise UsageError(
+            f"--output_dir {output_dir} holds splits made with another vocabulary ({existing})"
         )
 
 

@@ -1,0 +1,204 @@
+"""GLUE-style TSV (a header row naming the columns; one or two text columns and a label) ->
+per-replica BERT input batches, tokenised inside the input graph by tensorflow-text:
+`[CLS] a [SEP] (b [SEP])`, the longer text trimmed first, as Google's BERT featurises them.
+
+Batches are ({input_word_ids, input_mask, input_type_ids}, label), the label an index into the
+task's labels (dataset_info.json's `labels`, else the train split's sorted); validation ends
+with padding examples labelled -1 (static shapes)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+import gin
+import tensorflow as tf
+
+from models.core.errors import UsageError, nearest
+from models.data.records import per_replica_batch, resolve_data_dir
+from models.data.text import CLS, SEP, bert_tokenizer, read_vocab
+
+SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # GLUE's names
+PAD_LABEL = -1
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+@gin.configurable("sentence_input")
+class SentenceClassificationInput:
+    """Sentence (or sentence-pair) classification examples: the built-in WordNet glosses by
+    default, any GLUE task's folder with --data_dir."""
+
+    def __init__(
+        self,
+        vocab: str | None = None,
+        data_dir: str | None = None,
+        builtin: str = "wordnet_glosses",
+        text_columns: Sequence[str] = ("sentence",),
+        label_column: str = "label",
+        seq_length: int = 128,
+        lower_case: bool = True,
+        shuffle_buffer: int = 10000,
+    ):
+        if not 1 <= len(text_columns) <= 2:
+            raise UsageError("sentence_input.text_columns names one or two columns")
+        if seq_length < 2 + len(text_columns):
+            raise UsageError(f"sentence_input.seq_length {seq_length} leaves no room for text")
+        self.vocab_path = vocab
+        self._data_dir = data_dir
+        self.builtin = builtin
+        self.text_columns = tuple(text_columns)
+        self.label_column = label_column
+        self.seq_length = seq_length
+        self.lower_case = lower_case
+        self.shuffle_buffer = shuffle_buffer
+        self._resolved_dir: str | None = None
+        self._labels: list[str] | None = None
+
+    @property
+    def data_dir(self) -> str:
+        if self._resolved_dir is None:
+            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
+        return self._resolved_dir
+
+    def path(self, split: str) -> str:
+        """The split's TSV file; UsageError when it is missing."""
+        if split not in SPLIT_FILES:
+            raise UsageError(f"unknown split '{split}'{nearest(split, SPLIT_FILES)}")
+        path = os.path.join(self.data_dir, SPLIT_FILES[split])
+        if not tf.io.gfile.exists(path):
+            raise UsageError(f"--data_dir {self.data_dir} has no {SPLIT_FILES[split]}")
+        return path
+
+    def columns(self, split: str) -> list[str]:
+        """The split's header row; UsageError when a column the input reads is absent."""
+        with tf.io.gfile.GFile(self.path(split)) as file:
+            header = file.readline().rstrip("\r\n").split("\t")
+        for name in (*self.text_columns, self.label_column):
+            if name not in header:
+                raise UsageError(
+                    f"{self.path(split)} has no column '{name}'{nearest(name, header)}; "
+                    f"its columns: {', '.join(header)}"
+                )
+        return header
+
+    def labels(self) -> list[str]:
+        """The task's labels: dataset_info.json's `labels`, else the train split's, sorted."""
+        if self._labels is None:
+            info_path = os.path.join(self.data_dir, "dataset_info.json")
+            if tf.io.gfile.exists(info_path):
+                self._labels = json.loads(tf.io.gfile.GFile(info_path).read()).get("labels")
+            if not self._labels:
+                column = self.columns("train").index(self.label_column)
+                self._labels = sorted({row[column] for row in self._rows("train")})
+        return self._labels
+
+    def num_examples(self, split: str) -> int:
+        return sum(1 for _ in self._rows(split))
+
+    def _rows(self, split: str):
+        with tf.io.gfile.GFile(self.path(split)) as file:
+            next(file)
+            for line in file:
+                if line.strip():
+                    yield line.rstrip("\r\n").split("\t")
+
+    # ------------------------------------------------------------ datasets
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batched (features, label) of this input pipeline."""
+        batch_size = per_replica_batch(global_batch_size, input_context)
+        training = split == "train"
+        columns = self.columns(split)
+        lines = tf.data.TextLineDataset(self.path(split)).skip(1)
+        lines = lines.filter(lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
+        if input_context and input_context.num_input_pipelines > 1:
+            lines = lines.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if training:
+            lines = lines.repeat().shuffle(self.shuffle_buffer, seed=seed)
+        texts = [columns.index(name) for name in self.text_columns]
+        label_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.labels()), tf.range(len(self.labels()), dtype=tf.int32)
+            ),
+            default_value=PAD_LABEL,
+        )
+
+        def split_line(batch: tf.Tensor):
+            fields = tf.strings.split(batch, "\t").to_tensor(default_value="")
+            labels = label_table.lookup(fields[:, columns.index(self.label_column)])
+            checked = tf.debugging.assert_non_negative(
+                labels, message=f"a label of {self.path(split)} is not one of the task's labels"
+            )
+            with tf.control_dependencies([checked]):
+                return [fields[:, index] for index in texts], tf.identity(labels)
+
+        featurize = self.featurizer()
+        batches = lines.batch(batch_size, drop_remainder=training)
+        batches = batches.map(
+            tf.autograph.experimental.do_not_convert(
+                lambda batch: _apply(featurize, *split_line(batch))
+            ),
+            num_parallel_calls=_AUTOTUNE,
+        )
+        if not training:
+            batches = batches.unbatch().concatenate(self._padding().repeat())
+            batches = batches.batch(batch_size, drop_remainder=True)
+        options = tf.data.Options()
+        options.deterministic = not training or seed is not None
+        return batches.prefetch(_AUTOTUNE).with_options(options)
+
+    def featurizer(self):
+        """texts (a list of [batch] string tensors, one per text column) -> BERT's inputs."""
+        import tensorflow_text
+
+        if self.vocab_path is None:
+            raise UsageError(
+                "sentence_input.vocab is not set: the WordPiece vocabulary of the pretrained "
+                "model (its data folder's vocab.txt)"
+            )
+        vocab = read_vocab(self.vocab_path)
+        tokenizer = bert_tokenizer(vocab, self.lower_case)
+        budget = self.seq_length - 1 - len(self.text_columns)  # [CLS] and each [SEP]
+        cls_id, sep_id = vocab.index(CLS), vocab.index(SEP)
+
+        def featurize(texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
+            segments = _trim([tokenizer.tokenize(text) for text in texts], budget)
+            ids, types = tensorflow_text.combine_segments(segments, cls_id, sep_id)
+            word_ids, mask = tensorflow_text.pad_model_inputs(ids, self.seq_length)
+            type_ids, _ = tensorflow_text.pad_model_inputs(types, self.seq_length)
+            return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
+        return featurize
+
+    def _padding(self) -> tf.data.Dataset:
+        zeros = tf.zeros([self.seq_length], tf.int32)
+        features = {"input_word_ids": zeros, "input_mask": zeros, "input_type_ids": zeros}
+        return tf.data.Dataset.from_tensors((features, tf.constant(PAD_LABEL, tf.int32)))
+
+
+def _trim(segments: list[tf.RaggedTensor], budget: int) -> list[tf.RaggedTensor]:
+    """Each example's segments cut to `budget` tokens together as Google's BERT cuts them: the
+    longer one loses its last token until they fit (ties: the second). Closed form of that loop:
+    the first keeps min(len_a, max(budget - len_b, ceil(budget / 2))), the second the rest."""
+    lengths = [segment.row_lengths() for segment in segments]
+    if len(segments) == 1:
+        keep = [tf.minimum(lengths[0], budget)]
+    else:
+        first = tf.minimum(lengths[0], tf.maximum(budget - lengths[1], (budget + 1) // 2))
+        keep = [first, tf.minimum(lengths[1], budget - first)]
+    return [
+        tf.ragged.boolean_mask(segment, tf.ragged.range(length) < kept[:, None])
+        for segment, length, kept in zip(segments, lengths, keep, strict=True)
+    ]
+
+
+def _apply(featurize, texts: list[tf.Tensor], labels: tf.Tensor):
+    features = featurize(texts)
+    return {k: tf.cast(v, tf.int32) for k, v in features.items()}, labels
