@@ -26,6 +26,7 @@ from models.data.imagenet_schema import (
 )
 from models.data.records import (
     NOT_JPEG,
+    DataFolder,
     budgeted,
     check_images,
     check_split,
@@ -33,7 +34,6 @@ from models.data.records import (
     find_files,
     per_replica_batch,
     read_info,
-    resolve_data_dir,
     shard_heads,
     sharded_records,
 )
@@ -73,7 +73,7 @@ def _augmenter(
 
 
 @gin.configurable("classification_input")
-class ClassificationInput:
+class ClassificationInput(DataFolder):
     """Per-replica (image, label) datasets, eval padding and serving decode for classifiers."""
 
     def __init__(
@@ -111,8 +111,7 @@ class ClassificationInput:
             raise UsageError("classification_input.image_size and num_classes must be positive")
         if not 0.0 < eval_crop_fraction <= 1.0:
             raise UsageError("classification_input.eval_crop_fraction must be in (0, 1]")
-        self._data_dir = data_dir
-        self.builtin = builtin
+        super().__init__(data_dir, builtin)
         self.train_pattern = train_pattern
         self.eval_pattern = eval_pattern
         self.num_classes = num_classes
@@ -135,18 +134,10 @@ class ClassificationInput:
         self.cache = cache
         self.cycle_length = cycle_length
         self.dtype = DTYPES[dtype]
-        self._resolved_dir: str | None = None
         self._info: dict | None = None
         self._counted: dict[str, int] = {}
 
     # ------------------------------------------------------------ files and counts
-
-    @property
-    def data_dir(self) -> str:
-        """The directory read: --data_dir, or the built-in dataset (written on first use)."""
-        if self._resolved_dir is None:
-            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
-        return self._resolved_dir
 
     def files(self, split: str) -> list[str]:
         """Sorted TFRecord files of split ('train' or 'validation')."""

@@ -20,13 +20,13 @@ from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.records import (
+    DataFolder,
     check_images,
     check_split,
     count_records,
     find_files,
     per_replica_batch,
     read_info,
-    resolve_data_dir,
     shard_heads,
     sharded_records,
 )
@@ -47,7 +47,7 @@ class RcnnTargets:
 
 
 @gin.configurable("detection_input", denylist=["anchors", "rcnn"])
-class DetectionInput:
+class DetectionInput(DataFolder):
     """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
     flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
 
@@ -84,7 +84,7 @@ class DetectionInput:
                 "detection_input: image_size and max_num_instances must be positive and "
                 "0 < aug_scale_min <= aug_scale_max"
             )
-        self._data_dir, self.builtin = data_dir, builtin
+        super().__init__(data_dir, builtin)
         self.patterns = {"train": train_pattern, "validation": eval_pattern}
         self.image_size, self._num_classes = image_size, num_classes
         self.max_num_instances = max_num_instances
@@ -96,17 +96,9 @@ class DetectionInput:
         layout = anchors or ("anchors" if rcnn is None else "rpn_anchors")
         self.anchors = ANCHOR_LAYOUTS[layout]()
         self.anchors.check_image_size(image_size, "detection_input.image_size")
-        self._resolved_dir: str | None = None
         self._info: dict | None = None
 
     # ------------------------------------------------------------ files and counts
-
-    @property
-    def data_dir(self) -> str:
-        """The directory read: --data_dir, or the built-in dataset (written on first use)."""
-        if self._resolved_dir is None:
-            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
-        return self._resolved_dir
 
     def files(self, split: str) -> list[str]:
         return find_files(self.data_dir, self.patterns[check_split(split)], split)

@@ -16,12 +16,12 @@ import tensorflow as tf
 
 from models.core.errors import UsageError
 from models.data.records import (
+    DataFolder,
     check_split,
     count_records,
     find_files,
     per_replica_batch,
     read_info,
-    resolve_data_dir,
     shard_heads,
     sharded_records,
 )
@@ -49,7 +49,7 @@ def _schema(seq_length: int, max_predictions: int) -> dict[str, tf.io.FixedLenFe
 
 
 @gin.configurable("pretraining_input")
-class PretrainingInput:
+class PretrainingInput(DataFolder):
     """Per-replica batches of BERT pretraining pairs: the built-in `python_docs` records by
     default, records of create_pretraining_data.py with --data_dir."""
 
@@ -70,8 +70,7 @@ class PretrainingInput:
             raise UsageError(
                 f"pretraining_input.masked_lm_prob must be in (0, 1), got {masked_lm_prob}"
             )
-        self._data_dir = data_dir
-        self.builtin = builtin
+        super().__init__(data_dir, builtin)
         self.patterns = {"train": train_pattern, "validation": eval_pattern}
         self.seq_length = seq_length
         self.max_predictions = max_predictions_per_seq
@@ -79,15 +78,7 @@ class PretrainingInput:
         self.masked_lm_prob = masked_lm_prob
         self.shuffle_buffer = shuffle_buffer
         self.cycle_length = cycle_length
-        self._resolved_dir: str | None = None
         self._counted: dict[str, int] = {}
-
-    @property
-    def data_dir(self) -> str:
-        """--data_dir, or the built-in corpus's folder (built on first use)."""
-        if self._resolved_dir is None:
-            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
-        return self._resolved_dir
 
     def files(self, split: str) -> list[str]:
         return find_files(self.data_dir, self.patterns[check_split(split)], split)

@@ -35,6 +35,23 @@ def resolve_data_dir(data_dir: str | None, builtin: str) -> str:
     return data_dir
 
 
+class DataFolder:
+    """The folder an input pipeline reads: --data_dir, else the built-in dataset `builtin`
+    (written on first use), resolved once."""
+
+    def __init__(self, data_dir: str | None, builtin: str):
+        self._data_dir = data_dir
+        self.builtin = builtin
+        self._resolved_dir: str | None = None
+
+    @property
+    def data_dir(self) -> str:
+        """The directory read: --data_dir, or the built-in dataset's."""
+        if self._resolved_dir is None:
+            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
+        return self._resolved_dir
+
+
 def check_split(split: str) -> str:
     """split itself, or UsageError when it is not one of the pipelines' splits."""
     if split not in SPLITS:

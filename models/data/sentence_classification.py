@@ -16,7 +16,7 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError, nearest
-from models.data.records import per_replica_batch, resolve_data_dir
+from models.data.records import DataFolder, per_replica_batch
 from models.data.text import CLS, SEP, bert_tokenizer, read_vocab
 
 SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # GLUE's names
@@ -25,7 +25,7 @@ _AUTOTUNE = tf.data.AUTOTUNE
 
 
 @gin.configurable("sentence_input")
-class SentenceClassificationInput:
+class SentenceClassificationInput(DataFolder):
     """Sentence (or sentence-pair) classification examples: the built-in WordNet glosses by
     default, any GLUE task's folder with --data_dir."""
 
@@ -45,21 +45,13 @@ class SentenceClassificationInput:
         if seq_length < 2 + len(text_columns):
             raise UsageError(f"sentence_input.seq_length {seq_length} leaves no room for text")
         self.vocab_path = vocab
-        self._data_dir = data_dir
-        self.builtin = builtin
+        super().__init__(data_dir, builtin)
         self.text_columns = tuple(text_columns)
         self.label_column = label_column
         self.seq_length = seq_length
         self.lower_case = lower_case
         self.shuffle_buffer = shuffle_buffer
-        self._resolved_dir: str | None = None
         self._labels: list[str] | None = None
-
-    @property
-    def data_dir(self) -> str:
-        if self._resolved_dir is None:
-            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
-        return self._resolved_dir
 
     def path(self, split: str) -> str:
         """The split's TSV file; UsageError when it is missing."""
