@@ -15,6 +15,7 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError
+from models.data.imagenet_schema import INFO_FILE
 from models.data.records import (
     DataFolder,
     check_split,
@@ -27,7 +28,6 @@ from models.data.records import (
 )
 from models.data.text import CLS, MASK, PAD, SEP, VOCAB_FILE, read_vocab
 
-INFO_FILE = "dataset_info.json"
 PAD_LABEL = -1
 _AUTOTUNE = tf.data.AUTOTUNE
 _SAMPLE_RECORDS = 2  # Records parsed per shard before training.
@@ -78,14 +78,18 @@ class PretrainingInput(DataFolder):
         self.masked_lm_prob = masked_lm_prob
         self.shuffle_buffer = shuffle_buffer
         self.cycle_length = cycle_length
+        self._info: dict | None = None
         self._counted: dict[str, int] = {}
 
     def files(self, split: str) -> list[str]:
         return find_files(self.data_dir, self.patterns[check_split(split)], split)
 
     def dataset_info(self) -> dict:
-        keys = ("vocab_size", "max_seq_length", "max_predictions_per_seq")
-        return read_info(os.path.join(self.data_dir, INFO_FILE), keys)
+        """data_dir/dataset_info.json ({} when absent), read once."""
+        if self._info is None:
+            keys = ("vocab_size", "max_seq_length", "max_predictions_per_seq")
+            self._info = read_info(os.path.join(self.data_dir, INFO_FILE), keys)
+        return self._info
 
     def vocab(self) -> list[str]:
         """The data's WordPiece vocabulary (data_dir/vocab.txt)."""
@@ -128,7 +132,7 @@ class PretrainingInput(DataFolder):
             examples = examples.concatenate(tf.data.Dataset.from_tensors(self._padding()).repeat())
         batches = examples.batch(batch_size, drop_remainder=True)
         if self.dynamic_masking and training:
-            remask = tf.autograph.experimental.do_not_convert(self._dynamic_masker(seed))
+            remask = tf.autograph.experimental.do_not_convert(self._dynamic_masker())
             batches = batches.map(remask, num_parallel_calls=_AUTOTUNE)
         options = tf.data.Options()
         options.deterministic = not training or seed is not None
@@ -159,7 +163,7 @@ class PretrainingInput(DataFolder):
             "next_sentence_labels": tf.constant(PAD_LABEL, tf.int32),
         }
 
-    def _dynamic_masker(self, seed: int | None):
+    def _dynamic_masker(self):
         """A batch function that restores each pair's tokens and masks them anew: masked_lm_prob
         of the tokens (never [CLS], [SEP] or padding), at most max_predictions_per_seq, 80%
         [MASK], 10% a random token, 10% unchanged (tensorflow-text's ops)."""
@@ -172,8 +176,6 @@ class PretrainingInput(DataFolder):
             unselectable_ids=[vocab.index(token) for token in (PAD, CLS, SEP)],
         )
         chooser = tensorflow_text.MaskValuesChooser(len(vocab), vocab.index(MASK))
-        if seed is not None:
-            tf.random.set_seed(seed)
 
         def remask(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
             ids = _unmasked(batch)
@@ -220,8 +222,8 @@ class PretrainingInput(DataFolder):
 
 
 def _unmasked(batch: dict[str, tf.Tensor]) -> tf.Tensor:
-    """The pairs' original token ids: the static masks' targets written back at their
-    positions (a padding slot, weight 0, points at position 0 and rewrites [CLS] with itself)."""
+    """The pairs' original token ids: the static masks' targets (the slots of weight 1) written
+    back at their positions."""
     ids = batch["input_word_ids"]
     weights = batch["masked_lm_weights"] > 0
     rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(weights))

@@ -8,7 +8,6 @@ with padding examples labelled -1 (static shapes)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
@@ -16,7 +15,8 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError, nearest
-from models.data.records import DataFolder, per_replica_batch
+from models.data.imagenet_schema import INFO_FILE
+from models.data.records import DataFolder, per_replica_batch, read_info
 from models.data.text import CLS, SEP, bert_tokenizer, read_vocab
 
 SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # GLUE's names
@@ -52,6 +52,7 @@ class SentenceClassificationInput(DataFolder):
         self.lower_case = lower_case
         self.shuffle_buffer = shuffle_buffer
         self._labels: list[str] | None = None
+        self._counted: dict[str, int] = {}
 
     def path(self, split: str) -> str:
         """The split's TSV file; UsageError when it is missing."""
@@ -77,16 +78,16 @@ class SentenceClassificationInput(DataFolder):
     def labels(self) -> list[str]:
         """The task's labels: dataset_info.json's `labels`, else the train split's, sorted."""
         if self._labels is None:
-            info_path = os.path.join(self.data_dir, "dataset_info.json")
-            if tf.io.gfile.exists(info_path):
-                self._labels = json.loads(tf.io.gfile.GFile(info_path).read()).get("labels")
+            self._labels = read_info(os.path.join(self.data_dir, INFO_FILE)).get("labels")
             if not self._labels:
                 column = self.columns("train").index(self.label_column)
                 self._labels = sorted({row[column] for row in self._rows("train")})
         return self._labels
 
     def num_examples(self, split: str) -> int:
-        return sum(1 for _ in self._rows(split))
+        if split not in self._counted:
+            self._counted[split] = sum(1 for _ in self._rows(split))
+        return self._counted[split]
 
     def _rows(self, split: str):
         with tf.io.gfile.GFile(self.path(split)) as file:
@@ -122,22 +123,20 @@ class SentenceClassificationInput(DataFolder):
             default_value=PAD_LABEL,
         )
 
-        def split_line(batch: tf.Tensor):
+        featurize = self.featurizer()
+
+        def examples(batch: tf.Tensor):
             fields = tf.strings.split(batch, "\t").to_tensor(default_value="")
             labels = label_table.lookup(fields[:, columns.index(self.label_column)])
             checked = tf.debugging.assert_non_negative(
                 labels, message=f"a label of {self.path(split)} is not one of the task's labels"
             )
             with tf.control_dependencies([checked]):
-                return [fields[:, index] for index in texts], tf.identity(labels)
+                return featurize([fields[:, index] for index in texts]), tf.identity(labels)
 
-        featurize = self.featurizer()
         batches = lines.batch(batch_size, drop_remainder=training)
         batches = batches.map(
-            tf.autograph.experimental.do_not_convert(
-                lambda batch: _apply(featurize, *split_line(batch))
-            ),
-            num_parallel_calls=_AUTOTUNE,
+            tf.autograph.experimental.do_not_convert(examples), num_parallel_calls=_AUTOTUNE
         )
         if not training:
             batches = batches.unbatch().concatenate(self._padding().repeat())
@@ -165,7 +164,8 @@ class SentenceClassificationInput(DataFolder):
             ids, types = tensorflow_text.combine_segments(segments, cls_id, sep_id)
             word_ids, mask = tensorflow_text.pad_model_inputs(ids, self.seq_length)
             type_ids, _ = tensorflow_text.pad_model_inputs(types, self.seq_length)
-            return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+            features = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+            return {name: tf.cast(value, tf.int32) for name, value in features.items()}
 
         return featurize
 
@@ -189,8 +189,3 @@ def _trim(segments: list[tf.RaggedTensor], budget: int) -> list[tf.RaggedTensor]
         tf.ragged.boolean_mask(segment, tf.ragged.range(length) < kept[:, None])
         for segment, length, kept in zip(segments, lengths, keep, strict=True)
     ]
-
-
-def _apply(featurize, texts: list[tf.Tensor], labels: tf.Tensor):
-    features = featurize(texts)
-    return {k: tf.cast(v, tf.int32) for k, v in features.items()}, labels

@@ -74,8 +74,10 @@ def bert_tokenizer(
     `lower_case` lower-cases and strips accents, as the uncased BERT releases do."""
     import tensorflow_text
 
-    tokens = read_vocab(vocab) if isinstance(vocab, str) else list(vocab)
-    if not isinstance(vocab, str):
+    if isinstance(vocab, str):
+        tokens = read_vocab(vocab)
+    else:
+        tokens = list(vocab)
         check_vocab(tokens, "given as a list")
     return tensorflow_text.FastBertTokenizer(
         vocab=tokens,

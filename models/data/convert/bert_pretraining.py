@@ -22,6 +22,7 @@ from absl import flags, logging
 
 from models.core.errors import UsageError, require_flags, run_app
 from models.data.convert.vocab import text_files
+from models.data.imagenet_schema import INFO_FILE
 from models.data.text import VOCAB_FILE, read_vocab, write_vocab
 
 
@@ -38,7 +39,7 @@ class Masking:
     do_lower_case: bool = True
     random_seed: int = 12345
 
-    def check(self) -> Masking:
+    def check(self) -> None:
         """UsageError for settings that would write unusable or no records."""
         if self.max_seq_length < 8:
             raise UsageError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
@@ -53,7 +54,6 @@ class Masking:
             raise UsageError(f"--dupe_factor must be at least 1, got {self.dupe_factor}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise UsageError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
-        return self
 
 
 MASKING_FLAGS = tuple(Masking.__dataclass_fields__)
@@ -92,7 +92,12 @@ def convert(
     if num_shards < 1:
         raise UsageError(f"--num_shards must be at least 1, got {num_shards}")
     tokens = read_vocab(vocab)
-    _check_output(output_dir, split, tokens)
+    shapes = {
+        "vocab_size": len(tokens),
+        "max_seq_length": masking.max_seq_length,
+        "max_predictions_per_seq": masking.max_predictions_per_seq,
+    }
+    _check_output(output_dir, split, tokens, shapes)
     tokenizer = FullTokenizer(vocab, do_lower_case=masking.do_lower_case)
     with tqdm(desc="reading", unit=" lines", disable=not progress, delay=1) as bar:
         instances = reference.create_training_instances(
@@ -131,23 +136,20 @@ def convert(
         raise
     for path, name in zip(partial, names, strict=True):
         tf.io.gfile.rename(path, os.path.join(output_dir, name), overwrite=True)
-    info = {
-        f"num_{split}_examples": len(instances),
-        f"{split}_masking": asdict(masking),
-        "vocab_size": len(tokens),
-        "max_seq_length": masking.max_seq_length,
-        "max_predictions_per_seq": masking.max_predictions_per_seq,
-    }
+    info = {f"num_{split}_examples": len(instances), f"{split}_masking": asdict(masking), **shapes}
     merged = _merge_info(output_dir, info)
     if not tf.io.gfile.exists(os.path.join(output_dir, VOCAB_FILE)):
         write_vocab(tokens, os.path.join(output_dir, VOCAB_FILE))
     return merged
 
 
-def _check_output(output_dir: str, split: str, tokens: list[str]) -> None:
-    """Creates output_dir; UsageError when the split is already there (never overwritten) or
-    the folder's vocabulary (written with its first split) is another."""
+def _check_output(output_dir: str, split: str, tokens: list[str], shapes: dict[str, int]) -> None:
+    """Creates output_dir; UsageError, before anything is written, when the split is already
+    there (never overwritten), or the folder's vocabulary (written with its first split) or
+    shapes (a model reads one shape for all splits) are others."""
     import tensorflow as tf
+
+    from models.data.records import read_info
 
     if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
         raise UsageError(f"--output_dir {output_dir} is a file, not a folder")
@@ -162,21 +164,22 @@ def _check_output(output_dir: str, split: str, tokens: list[str]) -> None:
         raise UsageError(
             f"--output_dir {output_dir} holds splits made with another vocabulary ({existing})"
         )
+    old = read_info(os.path.join(output_dir, INFO_FILE))
+    for key, value in shapes.items():
+        if key in old and old[key] != value:
+            raise UsageError(
+                f"--output_dir {output_dir} holds splits with {key} {old[key]}, not {value}"
+            )
 
 
 def _merge_info(output_dir: str, info: dict[str, Any]) -> dict[str, Any]:
-    """dataset_info.json with this split's count and masking added; its vocabulary size and
-    shapes must agree with the splits already there (a model reads one shape for all)."""
+    """dataset_info.json with this split's count, masking and shapes added, written atomically."""
     import tensorflow as tf
 
-    path = os.path.join(output_dir, "dataset_info.json")
-    old = json.loads(tf.io.gfile.GFile(path).read()) if tf.io.gfile.exists(path) else {}
-    for key in ("vocab_size", "max_seq_length", "max_predictions_per_seq"):
-        if key in old and old[key] != info[key]:
-            raise UsageError(
-                f"--output_dir {output_dir} holds splits with {key} {old[key]}, not {info[key]}"
-            )
-    merged = {**old, **info}
+    from models.data.records import read_info
+
+    path = os.path.join(output_dir, INFO_FILE)
+    merged = {**read_info(path), **info}
     with tf.io.gfile.GFile(f"{path}.partial", "w") as file:
         file.write(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     tf.io.gfile.rename(f"{path}.partial", path, overwrite=True)
