@@ -99,6 +99,8 @@ class ModelEntry:
     builder: Callable
     description: str
     task: str = "ImageClassificationTask"  # gin name of its Task class
+    #: Other tasks its recipes may run it under (BERT: fine-tuning on a pretrained encoder).
+    other_tasks: tuple[str, ...] = ()
     fixed: Mapping[str, Any] = field(default_factory=dict)
     defaults: Mapping[str, Any] = field(default_factory=dict)
     min_image_size: int = 1
@@ -109,11 +111,13 @@ class ModelEntry:
     anchors: str | None = None
 
     @property
-    def image_size(self) -> int:
-        """Native input size: the variant's default, else its builder's."""
+    def image_size(self) -> int | None:
+        """Native input size: the variant's default, else its builder's; None for a model
+        that takes no image (BERT)."""
         if "image_size" in self.defaults:
             return int(self.defaults["image_size"])
-        return int(inspect.signature(self.builder).parameters["image_size"].default)
+        parameter = inspect.signature(self.builder).parameters.get("image_size")
+        return None if parameter is None else int(parameter.default)
 
     @property
     def recipes(self) -> list[str]:
@@ -167,6 +171,7 @@ def register_model(
     description: str = "",
     *,
     task: str = "ImageClassificationTask",
+    other_tasks: tuple[str, ...] = (),
     fixed: Mapping[str, Any] | None = None,
     defaults: Mapping[str, Any] | None = None,
     min_image_size: int = 1,
@@ -182,6 +187,7 @@ def register_model(
             builder=builder,
             description=description,
             task=task,
+            other_tasks=tuple(other_tasks),
             fixed=dict(fixed or {}),
             defaults=dict(defaults or {}),
             min_image_size=min_image_size,

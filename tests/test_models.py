@@ -45,7 +45,15 @@ SCALED_CLASSIFIERS = {
     "amoebanet_d",
     *(f"efficientnet_b{i}" for i in range(1, 8)),
     *(f"resnet{depth}" for depth in (18, 34, 101, 152, 200)),
+    *(f"bert_{size}" for size in ("mini", "small", "medium", "base", "large")),  # bert_tiny's
 }
+# BERT's step: random pairs of 16 tokens over a 100-token vocabulary (MaskedLMTask's synthetic
+# input reads no data).
+TINY_TEXT = (
+    "MaskedLMTask.vocab_size = 100",
+    "pretraining_input.seq_length = 16",
+    "pretraining_input.max_predictions_per_seq = 4",
+)
 
 
 def _step_names() -> list[str]:
@@ -108,6 +116,9 @@ def test_full_size_parameter_count(name, figure):
     if detector:
         batched_nms(entry)
     config.update(figure.config if figure else {})
+    if entry.image_size is None:  # a text model (BERT: Google's uncased vocabulary)
+        _check_text_model(name, figure)
+        return
     model = registry.create_model(name, **config)
     size = config.get("image_size", entry.image_size)
     if detector:  # a subclassed model: its backbone takes the image
@@ -116,6 +127,19 @@ def test_full_size_parameter_count(name, figure):
         network = model.network if isinstance(model, AuxiliaryLogits) else model  # eval's
         assert network.input_shape == (None, size, size, 3)
         assert network.output_shape == (None, 1000)
+    if figure is not None:
+        measured = registry.count_parameters(model, figure.counting)
+        assert figure.admits(measured), f"{measured:,} vs {figure.figure} ({figure.source})"
+
+
+def _check_text_model(name: str, figure: registry.PublishedCount | None) -> None:
+    """BERT at its defaults (30,522 tokens, 512 positions): its heads' logits and its count."""
+    model = registry.create_model(name, **(figure.config if figure else {}))
+    ids = tf.zeros([2, 8], tf.int32)
+    features = {k: ids for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    outputs = model({**features, "masked_lm_positions": ids[:, :3]})
+    assert outputs["masked_lm"].shape == (2, 3, 30522)
+    assert outputs["next_sentence"].shape == (2, 2)
     if figure is not None:
         measured = registry.count_parameters(model, figure.counting)
         assert figure.admits(measured), f"{measured:,} vs {figure.figure} ({figure.source})"
@@ -151,7 +175,9 @@ def test_each_detector_architecture_takes_a_step():
 def test_one_training_step_on_tiny_input(name, _eagerly):
     entry = registry.model_entry(name)
     size = max(TINY["image_size"], entry.min_image_size)
-    if entry.task in DETECTION_TASKS:  # the built-in scenes' own classes
+    if entry.image_size is None:
+        gin.parse_config(TINY_TEXT)
+    elif entry.task in DETECTION_TASKS:  # the built-in scenes' own classes
         gin.parse_config([f"detection_input.image_size = {size}"])
     else:
         gin.parse_config(

@@ -20,6 +20,8 @@ RECIPES = sorted(
 )
 IMAGENET = [r for r in RECIPES if "imagenet" in r]
 COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
+# BERT's published recipes: Wikipedia/BooksCorpus records given with --data_dir.
+BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_")]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 
@@ -44,7 +46,7 @@ def test_every_family_has_a_default_and_a_real_dataset_recipe():
     assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        assert any(r.startswith(f"{family}/") for r in IMAGENET + COCO), family
+        assert any(r.startswith(f"{family}/") for r in IMAGENET + COCO + BERT_PUBLISHED), family
 
 
 @pytest.mark.parametrize("recipe", COCO)
@@ -70,6 +72,17 @@ def test_imagenet_recipe_composes_with_slice_files(recipe):
     task = spec.task(model=spec.model)
     assert task.input.num_classes == 1000 and task.input.label_offset == 1
     assert TrainSettings().target_metric == "top_1_accuracy"
+
+
+@pytest.mark.parametrize("recipe", BERT_PUBLISHED)
+def test_bert_recipe_composes_with_slice_files_at_its_papers_shapes(recipe):
+    alone, batch = _resolved([recipe])
+    assert _resolved([recipe, "slices/v3-128.gin"]) == (alone, 16384)
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    lengths = {128: 20, 512: 80 if "pretrain" in recipe else 76}  # Google's and MLPerf's
+    assert lengths[task.input.seq_length] == task.input.max_predictions
+    assert batch == (8192 if "lamb" in recipe else 256)
 
 
 @pytest.mark.parametrize("slice_file", TPU_SLICES)

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 import gin
 import tensorflow as tf
 import tf_keras
-from official.modeling.optimization import lars, lr_schedule
+from official.modeling.optimization import lamb, lars, lr_schedule
 
 from models.core.errors import UsageError
 from models.core.gin_types import check_field_types
 from models.core.settings import StepPlan
 
+# Variables neither decayed nor layer-adapted: normalisation parameters (BN; LayerNorm's beta and
+# gamma) and biases, as the LARS, LAMB and BERT references exclude them.
 _NO_DECAY = ["batch_normalization", "bias", "beta", "gamma"]
 # Attribute of a built optimiser: its L2 rate, read by l2_penalty inside the traced step.
 L2_RATE = "l2_rate"
@@ -158,12 +160,14 @@ class OptimizerSettings:
         check_field_types(self, "optimizer")
 
     def build(self, schedule, weight_decay: float) -> tf_keras.optimizers.Optimizer:
-        """sgd (momentum), lars (You et al. 2017; skips BN and bias), adam, adamw or rmsprop.
+        """sgd (momentum), lars (You et al. 2017), lamb (You et al. 2020), adam, adamw (BERT's
+        Adam with decoupled weight decay) or rmsprop; LARS, LAMB and AdamW skip normalisation
+        parameters and biases.
         Optimisers that do not decay weights themselves carry `weight_decay` as their L2 rate."""
         if not 0.0 <= self.ema_decay < 1.0:
             raise UsageError(f"optimizer.ema_decay={self.ema_decay}: use 0 (off) or 0 < d < 1")
         optimizer = self._keras_optimizer(schedule, weight_decay)
-        decays_itself = isinstance(optimizer, lars.LARS | tf_keras.optimizers.AdamW)
+        decays_itself = isinstance(optimizer, lars.LARS | lamb.LAMB | tf_keras.optimizers.AdamW)
         setattr(optimizer, L2_RATE, 0.0 if decays_itself else float(weight_decay))
         return optimizer
 
@@ -184,12 +188,22 @@ class OptimizerSettings:
         if name == "adam":
             return tf_keras.optimizers.Adam(schedule, **betas)
         if name == "adamw":
-            return tf_keras.optimizers.AdamW(schedule, weight_decay=weight_decay, **betas)
+            adamw = tf_keras.optimizers.AdamW(schedule, weight_decay=weight_decay, **betas)
+            adamw.exclude_from_weight_decay(var_names=_NO_DECAY)
+            return adamw
+        if name == "lamb":
+            return lamb.LAMB(
+                schedule,
+                weight_decay_rate=weight_decay,
+                exclude_from_weight_decay=_NO_DECAY,
+                exclude_from_layer_adaptation=_NO_DECAY,
+                **betas,
+            )
         if name == "rmsprop":
             return tf_keras.optimizers.RMSprop(
                 schedule, rho=0.9, momentum=momentum, epsilon=epsilon
             )
-        raise UsageError(f"optimizer.name='{name}': use sgd, lars, adam, adamw or rmsprop")
+        raise UsageError(f"optimizer.name='{name}': use sgd, lars, lamb, adam, adamw or rmsprop")
 
 
 def build_optimizer(plan: StepPlan, scope: str | None = None) -> tf_keras.optimizers.Optimizer:

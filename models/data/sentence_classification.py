@@ -15,9 +15,10 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError, nearest
+from models.data import builtin as builtin_datasets
 from models.data.imagenet_schema import INFO_FILE
 from models.data.records import DataFolder, per_replica_batch, read_info
-from models.data.text import CLS, SEP, bert_tokenizer, read_vocab
+from models.data.text import CLS, SEP, VOCAB_FILE, bert_tokenizer, read_vocab
 
 SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # GLUE's names
 PAD_LABEL = -1
@@ -145,16 +146,26 @@ class SentenceClassificationInput(DataFolder):
         options.deterministic = not training or seed is not None
         return batches.prefetch(_AUTOTUNE).with_options(options)
 
+    def vocab(self) -> list[str]:
+        """The pretrained model's WordPiece vocabulary: `vocab`, a vocab.txt file, the folder
+        holding one (the pretraining data's), or a built-in dataset's name ("python_docs")."""
+        path = self.vocab_path
+        if path is None:
+            raise UsageError(
+                "sentence_input.vocab is not set: the WordPiece vocabulary of the pretrained "
+                "model (a vocab.txt, its pretraining data folder, or a built-in dataset's name)"
+            )
+        if path in builtin_datasets.BUILTINS and not tf.io.gfile.exists(path):
+            path = builtin_datasets.prepare(path)
+        if tf.io.gfile.isdir(path):
+            path = os.path.join(path, VOCAB_FILE)
+        return read_vocab(path)
+
     def featurizer(self):
         """texts (a list of [batch] string tensors, one per text column) -> BERT's inputs."""
         import tensorflow_text
 
-        if self.vocab_path is None:
-            raise UsageError(
-                "sentence_input.vocab is not set: the WordPiece vocabulary of the pretrained "
-                "model (its data folder's vocab.txt)"
-            )
-        vocab = read_vocab(self.vocab_path)
+        vocab = self.vocab()
         tokenizer = bert_tokenizer(vocab, self.lower_case)
         budget = self.seq_length - 1 - len(self.text_columns)  # [CLS] and each [SEP]
         cls_id, sep_id = vocab.index(CLS), vocab.index(SEP)

@@ -85,3 +85,17 @@ def bert_tokenizer(
         max_bytes_per_word=MAX_WORD_LENGTH,
         lower_case_nfd_strip_accents=lower_case,
     )
+
+
+def tokenize_with_masks(
+    tokenizer: tensorflow_text.FastBertTokenizer, texts, mask_id: int
+) -> tensorflow_text.RaggedTensor:
+    """WordPiece ids [texts, (tokens)] of `texts`, each literal "[MASK]" in them the mask
+    token (tokenised, it would be '[', 'mask', ']'): the masked-LM's raw-text input."""
+    import tensorflow as tf
+
+    pieces = tf.strings.split(texts, MASK)  # [texts, (pieces)]
+    ids = tokenizer.tokenize(pieces.flat_values)  # [pieces, (tokens)]
+    masks = tf.fill(tf.stack([ids.nrows(), 1]), tf.cast(mask_id, ids.dtype))
+    marked = tf.concat([ids, tf.RaggedTensor.from_tensor(masks)], axis=1)  # piece, [MASK]
+    return pieces.with_flat_values(marked).merge_dims(1, 2)[:, :-1]  # none after the last

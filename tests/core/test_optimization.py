@@ -116,3 +116,17 @@ def test_ema_decay_out_of_range_is_a_usage_error(decay):
     gin.parse_config([f"optimizer.ema_decay = {decay}"])
     with pytest.raises(UsageError, match="optimizer.ema_decay"):
         optimization.build_optimizer(plan(10, 100, 256))
+
+
+@pytest.mark.parametrize("name", ["adamw", "lamb"])
+def test_decoupled_weight_decay_skips_layer_norm_and_biases(name):
+    """BERT's recipes: AdamW and LAMB decay kernels only (a zero gradient isolates the decay)."""
+    model = tf_keras.Sequential([tf_keras.layers.Dense(2), tf_keras.layers.LayerNormalization()])
+    model.build((None, 3))
+    model.set_weights([w * 0 + 1 for w in model.get_weights()])
+    optimizer = optimization.OptimizerSettings(name=name).build(0.1, weight_decay=0.5)
+    assert getattr(optimizer, optimization.L2_RATE) == 0.0  # no L2 term on top
+    variables = model.trainable_variables
+    optimizer.apply_gradients([(v * 0, v) for v in variables])
+    changed = {v.name.split("/")[-1]: bool((v.numpy() != 1).any()) for v in variables}
+    assert changed == {"kernel:0": True, "bias:0": False, "gamma:0": False, "beta:0": False}

@@ -91,3 +91,15 @@ def test_bad_task_folders_are_one_line(vocab, tmp_path):
         SentenceClassificationInput(vocab, str(tmp_path)).dataset("validation", 4)
     with pytest.raises(UsageError, match="sentence_input.vocab is not set"):
         SentenceClassificationInput(None, str(tmp_path)).dataset("train", 4)
+
+
+def test_vocab_is_a_file_its_folder_or_a_builtin_datasets(vocab, tmp_path, monkeypatch):
+    from models.data import builtin
+
+    folder = str(Path(vocab).parent)
+    monkeypatch.setitem(builtin.BUILTINS, "tiny_corpus", lambda: folder)
+    expected = SentenceClassificationInput(vocab, str(tmp_path)).vocab()
+    for given in (folder, "tiny_corpus"):
+        assert SentenceClassificationInput(given, str(tmp_path)).vocab() == expected
+    with pytest.raises(UsageError, match="vocabulary .*missing.txt is not a file"):
+        SentenceClassificationInput(str(tmp_path / "missing.txt"), str(tmp_path)).vocab()

@@ -14,7 +14,7 @@ from pathlib import Path
 from models.core.errors import UsageError
 from models.data.builtin import build_once
 
-NAME = "wordnet-glosses-v1"
+NAME = "wordnet-glosses-v2"
 WORDNET_NOUNS = Path("/usr/share/wordnet/data.noun")
 INSTALL = "apt-get install wordnet-base"
 # WordNet's lexicographer files of nouns, by number (lexnames(5WN)).
@@ -50,8 +50,12 @@ def read_glosses(path: Path = WORDNET_NOUNS) -> list[tuple[str, str, str]]:
     return glosses
 
 
+def _digest(offset: str) -> bytes:
+    return hashlib.sha256(offset.encode()).digest()
+
+
 def _is_dev(offset: str) -> bool:
-    return hashlib.sha256(offset.encode()).digest()[0] * 100 // 256 < DEV_PERCENT
+    return _digest(offset)[0] * 100 // 256 < DEV_PERCENT
 
 
 def _write_tsv(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -61,7 +65,9 @@ def _write_tsv(path: Path, rows: list[tuple[str, str]]) -> None:
 
 
 def _write(out: Path) -> None:
-    glosses = read_glosses()
+    # WordNet's data file runs class by class; GLUE's files are in random order, and an input's
+    # shuffle buffer cannot undo a file sorted by label. Rows go in the order of their hash.
+    glosses = sorted(read_glosses(), key=lambda gloss: _digest(gloss[0])[1:])
     splits = {"train": [], "dev": []}
     for offset, definition, label in glosses:
         splits["dev" if _is_dev(offset) else "train"].append((definition, label))

@@ -1,0 +1,65 @@
+"""BERT's acceptance runs through the CLI: the default recipe pretrains BERT-tiny on the built-in
+python_docs to its masked-LM accuracy target, bert/glosses.gin fine-tunes that run's encoder to
+its accuracy target on the built-in WordNet glosses, and both runs export SavedModels that
+answer raw strings in a fresh process (which imports only TensorFlow and tensorflow-text, whose
+tokenizer ops the graphs use)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from family_checks import check_reaches_target
+from zoo_testing import PYTHON, run_model
+
+FINE_TUNING = "--gin_file=bert/glosses.gin"
+
+
+def _export(model_dir, *args: str, env: dict) -> str:
+    result = run_model("bert", model_dir, *args, "--mode=export", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return re.search(r"exported SavedModel to (\S+)", result.stdout).group(1)
+
+
+def _serve(export_dir: str, inputs: dict[str, list[str]], env: dict) -> dict:
+    """The SavedModel's answers to `inputs`, from a process that imports no project code."""
+    script = f"""
+import json, tensorflow as tf, tensorflow_text
+serve = tf.saved_model.load({export_dir!r}).signatures["serving_default"]
+out = serve(**{{k: tf.constant(v, tf.string) for k, v in {inputs!r}.items()}})
+print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}, default=bytes.decode))
+"""
+    result = subprocess.run(
+        [PYTHON, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.target
+def test_pretrains_to_target_then_fine_tunes_from_it_to_target(tmp_path, cli_env):
+    pretrained, glosses = tmp_path / "pretrained", tmp_path / "glosses"
+    check_reaches_target("bert", pretrained, cli_env)
+    answers = _serve(
+        _export(pretrained, env=cli_env),
+        {"text": ["Return the [MASK] of the list.", "[MASK] [MASK] is", "nothing masked"]},
+        cli_env,
+    )
+    assert [row[:3] for row in answers["is_mask"]] == [
+        [True, False, False],
+        [True, True, False],
+        [False, False, False],
+    ]
+    assert len(answers["tokens"][0][0]) == 5 and all(answers["tokens"][0][0])
+    assert answers["probabilities"][0][0] == sorted(answers["probabilities"][0][0], reverse=True)
+
+    init = f"--gin_param=train.init_checkpoint = '{pretrained}'"
+    output = check_reaches_target("bert", glosses, cli_env, FINE_TUNING, init)
+    assert f"initialised model/encoder_network from {pretrained}/ckpt-" in output
+    definitions = ["a young dog", "a building for worship", "the act of running quickly"]
+    answers = _serve(_export(glosses, FINE_TUNING, env=cli_env), {"sentence": definitions}, cli_env)
+    assert all(label.startswith("noun.") for label in answers["labels"])
+    assert [len(row) for row in answers["probabilities"]] == [26] * 3
+    assert answers["labels"][0] == "noun.animal"
