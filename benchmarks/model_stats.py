@@ -2,8 +2,9 @@
 
     python -m benchmarks.model_stats --models=resnet50,mobilenet_v2 [--image_size=N] [--json]
 
-FLOPs are TensorFlow's profiler count of one 1-image forward pass (a multiply and an add are
-two float ops), so multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds"/"MACs".
+FLOPs are TensorFlow's profiler count of one 1-image forward pass (BERT's: one pair of 128
+tokens with 20 masked-LM predictions); a multiply and an add are two float ops, so
+multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds"/"MACs".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from benchmarks.throughput.measure import forward_flops
 from models import registry
 
 FLAGS = flags.FLAGS
+TEXT_INPUT = "128 tokens, 20 masked"  # BERT's phase-1 pair: what its FLOPs are counted on
 flags.DEFINE_list("models", None, "Registered model names (default: every model).")
 flags.DEFINE_integer("image_size", None, "Input size for every model (default: each native).")
 flags.DEFINE_integer("num_classes", 1000, "Classes of the classifier head.")
@@ -25,9 +27,15 @@ flags.DEFINE_integer("num_classes", 1000, "Classes of the classifier head.")
 def model_stats(name: str, image_size: int | None, num_classes: int) -> dict:
     """Trainable/total parameters and forward FLOPs of one model, at its native input size
     (registry metadata) unless `image_size` is given."""
-    size = image_size or registry.model_entry(name).image_size
-    model = registry.create_model(name, num_classes=num_classes, image_size=size)
-    flops = forward_flops(model, [size, size, 3])
+    if registry.model_entry(name).image_size is None:  # BERT: a pair of 128 tokens
+        from models.bert.model import example_spec
+
+        model, size = registry.create_model(name), None
+        flops = forward_flops(model, example_spec())
+    else:
+        size = image_size or registry.model_entry(name).image_size
+        model = registry.create_model(name, num_classes=num_classes, image_size=size)
+        flops = forward_flops(model, [size, size, 3])
     return {
         "model": name,
         "image_size": size,
@@ -57,7 +65,8 @@ def render(result: dict) -> str:
     ]
     for row in result["models"]:
         lines.append(
-            f"| {row['model']} | {row['image_size']} | {row['trainable_parameters']:,} | "
+            f"| {row['model']} | {row['image_size'] or TEXT_INPUT} | "
+            f"{row['trainable_parameters']:,} | "
             f"{row['parameters']:,} | {row['forward_flops'] / 1e9:.2f} | "
             f"{row['multiply_adds'] / 1e6:,.0f} |"
         )

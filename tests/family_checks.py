@@ -71,6 +71,7 @@ def check_runs_on_cpu2(family: str, model_dir, env: dict) -> None:
         "--slice=cpu-2",
         "--mode=train",
         "--gin_param=train.epochs = None",
+        "--gin_param=train.examples = None",
         "--gin_param=train.steps = 3",
     )
     result = run_model(family, model_dir, *args, env=env)

@@ -18,23 +18,27 @@ FLOPS_METHOD = (
 )
 
 
-def forward_flops(model: tf_keras.Model, input_shape: list[int]) -> int:
-    """Float ops of one forward pass on one example, as TensorFlow's profiler counts them."""
+def forward_flops(model: tf_keras.Model, example: list[int] | dict[str, tf.TensorSpec]) -> int:
+    """Float ops of one forward pass on one example, as TensorFlow's profiler counts them;
+    `example` is the shape of the model's one float input, or the specs of a batch of one
+    (a text model's token ids)."""
 
     @tf.function
     def forward(inputs):
         return model(inputs, training=False)
 
-    spec = tf.TensorSpec([1, *input_shape], tf.float32)
+    spec = example if isinstance(example, dict) else tf.TensorSpec([1, *example], tf.float32)
     graph = forward.get_concrete_function(spec).graph
     builder = tf.compat.v1.profiler.ProfileOptionBuilder
     options = builder(builder.float_operation()).with_empty_output().build()
     return int(tf.compat.v1.profiler.profile(graph=graph, options=options).total_float_ops)
 
 
-def training_flops_per_example(model: tf_keras.Model, input_shape: list[int]) -> int:
+def training_flops_per_example(
+    model: tf_keras.Model, example: list[int] | dict[str, tf.TensorSpec]
+) -> int:
     """Model FLOPs of one training example: 3 x forward (backward is about 2 x forward)."""
-    return 3 * forward_flops(model, input_shape)
+    return 3 * forward_flops(model, example)
 
 
 def _time_matmuls(matmul, a: tf.Tensor, b: tf.Tensor, repeats: int) -> float:

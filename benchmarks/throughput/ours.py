@@ -61,14 +61,20 @@ def input_shape(model: tf_keras.Model) -> list[int] | None:
     return list(shape[1:])
 
 
-def flops_per_example(models: Models) -> int | None:
-    """Training FLOPs of one example when the task trains one model with one fixed-size input
-    (None otherwise: no single per-example count)."""
+def flops_per_example(models: Models, task: Task) -> int | None:
+    """Training FLOPs of one example when the task trains one model with one fixed-size input,
+    or with a dict of them, which its synthetic input gives (BERT's token ids); None otherwise:
+    no single per-example count."""
     if len(models) != 1:
         return None
     (model,) = models.values()
     shape = input_shape(model)
-    return None if shape is None else measure.training_flops_per_example(model, shape)
+    if shape is not None:
+        return measure.training_flops_per_example(model, shape)
+    features = task.synthetic_inputs(1, tf.distribute.InputContext()).element_spec
+    if not isinstance(features, dict):
+        return None
+    return measure.training_flops_per_example(model, features)
 
 
 def measure_ours(trainer: Trainer, recipe: Recipe, warmup_steps: int, steps: int) -> dict:
@@ -79,7 +85,7 @@ def measure_ours(trainer: Trainer, recipe: Recipe, warmup_steps: int, steps: int
         "name": f"this project: configs/{recipe.path}.gin ({recipe.model}), models.core Trainer",
         **measure.rates(seconds, steps, trainer.global_batch_size),
         "params": sum(int(model.count_params()) for model in trainer.models.values()),
-        "flops_per_example": flops_per_example(trainer.models),
+        "flops_per_example": flops_per_example(trainer.models, trainer.task),
         "xla": TrainSettings().jit_compile,
         "optimizer": optimizers,
     }

@@ -135,6 +135,12 @@ def bert(num_layers: int = 12, hidden_size: int = 768, **encoder_arguments) -> B
     return model
 
 
+def example_spec(seq_length: int = 128, predictions: int = 20) -> dict[str, tf.TensorSpec]:
+    """The pretrainer's input for one pair (batch 1): Google's phase-1 shapes by default."""
+    ids = dict.fromkeys(INPUTS, tf.TensorSpec([1, seq_length], tf.int32))
+    return {**ids, "masked_lm_positions": tf.TensorSpec([1, predictions], tf.int32)}
+
+
 # Google's releases hold the encoder (pooler included) and both heads: by our count 110,106,428
 # (base) and 336,226,108 (large) at the 30,522-token uncased vocabulary and 512 positions.
 PUBLISHED = {

@@ -111,6 +111,7 @@ def resnet(plan: StepPlan, scope: str, span: int) -> dict[str, object]:
             f"mlperf.hyperparameters='resnet' needs poly decay, not '{lr['decay']}' {off}"
         )
     names = ("base_lr", "base_batch_size", "warmup_steps", "warmup_epochs", "warmup_examples")
+    names += ("scaling",)
     peak, warmup = optimization.peak_and_warmup(plan, *(lr[n] for n in names))
     warmup_epochs = plan.epoch(warmup)
     keys = {

@@ -36,8 +36,10 @@ def learning_rate(
     decay_epochs: float | None = None,
     poly_power: float = 2.0,
     end_lr: float = 1e-4,
+    scaling: str = "linear",
 ) -> tf_keras.optimizers.schedules.LearningRateSchedule | float:
-    """Peak lr = base_lr x global_batch / base_batch_size (linear scaling; None keeps base_lr),
+    """Peak lr = base_lr x global_batch / base_batch_size (linear scaling; `scaling = "sqrt"`:
+    x its square root, as the LAMB paper scales Adam-type rates; None keeps base_lr),
     linear warmup (steps, epochs or examples; none: no warmup), then cosine, polynomial, step
     (at boundaries_steps or boundaries_epochs) or exponential decay.
 
@@ -46,7 +48,7 @@ def learning_rate(
     references and Model Garden's `exponential`; the warmup ramps to that schedule's value at
     its end."""
     peak, warmup = peak_and_warmup(
-        plan, base_lr, base_batch_size, warmup_steps, warmup_epochs, warmup_examples
+        plan, base_lr, base_batch_size, warmup_steps, warmup_epochs, warmup_examples, scaling
     )
     after = max(plan.total_steps - warmup, 1)
     if decay == "cosine":
@@ -84,10 +86,14 @@ def peak_and_warmup(
     warmup_steps: int | None = None,
     warmup_epochs: float | None = None,
     warmup_examples: int | None = None,
+    scaling: str = "linear",
 ) -> tuple[float, int]:
-    """The peak rate (base_lr x global batch / base_batch_size; None: base_lr) and the
-    warmup's length in steps (0 when none is set)."""
-    peak = base_lr * (plan.global_batch_size / base_batch_size if base_batch_size else 1.0)
+    """The peak rate (base_lr x global batch / base_batch_size, or its square root; None:
+    base_lr) and the warmup's length in steps (0 when none is set)."""
+    if scaling not in ("linear", "sqrt"):
+        raise UsageError(f"learning_rate.scaling='{scaling}': use linear or sqrt")
+    ratio = plan.global_batch_size / base_batch_size if base_batch_size else 1.0
+    peak = base_lr * (ratio if scaling == "linear" else ratio**0.5)
     names = tuple(f"learning_rate.warmup_{unit}" for unit in ("steps", "epochs", "examples"))
     return peak, plan.clock.steps(names, warmup_steps, warmup_epochs, warmup_examples) or 0
 

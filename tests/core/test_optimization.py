@@ -130,3 +130,18 @@ def test_decoupled_weight_decay_skips_layer_norm_and_biases(name):
     optimizer.apply_gradients([(v * 0, v) for v in variables])
     changed = {v.name.split("/")[-1]: bool((v.numpy() != 1).any()) for v in variables}
     assert changed == {"kernel:0": True, "bias:0": False, "gamma:0": False, "beta:0": False}
+
+
+def test_square_root_scaling_and_an_unknown_rule():
+    gin.parse_config(
+        [
+            "learning_rate.base_lr = 2e-3",
+            "learning_rate.base_batch_size = 64",
+            'learning_rate.scaling = "sqrt"',
+            'learning_rate.decay = "constant"',
+        ]
+    )
+    assert _lr(optimization.learning_rate(plan(10, 100, 256)), 5) == pytest.approx(4e-3)
+    gin.parse_config(['learning_rate.scaling = "cubic"'])
+    with pytest.raises(UsageError, match="learning_rate.scaling='cubic': use linear or sqrt"):
+        optimization.learning_rate(plan(10, 100, 256))

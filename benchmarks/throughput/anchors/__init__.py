@@ -10,8 +10,12 @@ from types import ModuleType
 from benchmarks.recipes import Recipe
 from models.core.task import Task
 
-FAMILIES = ("resnet", "retinanet")  # each has a module here with EXPERIMENT and supports()
-EXPERIMENTS = {"resnet": "resnet_imagenet", "retinanet": "retinanet_resnetfpn_coco"}
+FAMILIES = ("resnet", "retinanet", "bert")  # each a module here: EXPERIMENT and supports()
+EXPERIMENTS = {
+    "resnet": "resnet_imagenet",
+    "retinanet": "retinanet_resnetfpn_coco",
+    "bert": "bert/pretraining",
+}
 NO_ANCHOR = (
     "no anchor: Model Garden's "
     + ", ".join(f"'{EXPERIMENTS[f]}' ({f})" for f in FAMILIES)
