@@ -19,6 +19,7 @@ from models.core.trainer import Trainer
 
 FAMILY = "bert"
 EXPERIMENT = EXPERIMENTS[FAMILY]
+NOMINAL_STEPS = 1000
 # Our encoder's get_config() names -> Model Garden's BertEncoderConfig names.
 ENCODER_NAMES = {
     "vocab_size": "vocab_size",
@@ -64,7 +65,13 @@ def anchor_config(ours: dict, batch: int, precision: str, num_gpus: int = 0):
     }
     task = {"model": model, "train_data": data, "init_checkpoint": ""}
     runtime = {"mixed_precision_dtype": precision, "num_gpus": num_gpus}
-    config.override({"runtime": runtime, "task": task}, is_strict=True)
+    # Its schedule's lengths are left for the user; any fixed ones time the same.
+    schedule = {
+        "learning_rate": {"polynomial": {"decay_steps": NOMINAL_STEPS}},
+        "warmup": {"polynomial": {"warmup_steps": NOMINAL_STEPS // 10}},
+    }
+    trainer = {"train_steps": NOMINAL_STEPS, "optimizer_config": schedule}
+    config.override({"runtime": runtime, "task": task, "trainer": trainer}, is_strict=True)
     return config
 
 
