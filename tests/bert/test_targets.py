@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from family_checks import check_reaches_target
 from zoo_testing import PYTHON, run_model
+
+from models.data import builtin
 
 FINE_TUNING = "--gin_file=bert/glosses.gin"
 
@@ -58,8 +61,12 @@ def test_pretrains_to_target_then_fine_tunes_from_it_to_target(tmp_path, cli_env
     init = f"--gin_param=train.init_checkpoint = '{pretrained}'"
     output = check_reaches_target("bert", glosses, cli_env, FINE_TUNING, init)
     assert f"initialised model/encoder_network from {pretrained}/ckpt-" in output
-    definitions = ["a young dog", "a building for worship", "the act of running quickly"]
-    answers = _serve(_export(glosses, FINE_TUNING, env=cli_env), {"sentence": definitions}, cli_env)
-    assert all(label.startswith("noun.") for label in answers["labels"])
-    assert [len(row) for row in answers["probabilities"]] == [26] * 3
-    assert answers["labels"][0] == "noun.animal"
+    # The export classifies raw dev definitions as well as the run's evaluation did (0.5 on all
+    # 8,324; 2,000 of them: a standard error of about 1.1 points).
+    dev = Path(builtin.prepare("wordnet_glosses"), "dev.tsv").read_text().splitlines()[1:2001]
+    definitions, labels = zip(*(line.split("\t") for line in dev), strict=True)
+    export = _export(glosses, FINE_TUNING, env=cli_env)
+    answers = _serve(export, {"sentence": list(definitions)}, cli_env)
+    assert [len(row) for row in answers["probabilities"]] == [26] * len(labels)
+    right = sum(ours == truth for ours, truth in zip(answers["labels"], labels, strict=True))
+    assert right / len(labels) >= 0.45
