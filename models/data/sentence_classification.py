@@ -53,6 +53,7 @@ class SentenceClassificationInput(DataFolder):
         self.lower_case = lower_case
         self.shuffle_buffer = shuffle_buffer
         self._labels: list[str] | None = None
+        self._vocab: list[str] | None = None
         self._counted: dict[str, int] = {}
 
     def path(self, split: str) -> str:
@@ -148,7 +149,13 @@ class SentenceClassificationInput(DataFolder):
 
     def vocab(self) -> list[str]:
         """The pretrained model's WordPiece vocabulary: `vocab`, a vocab.txt file, the folder
-        holding one (the pretraining data's), or a built-in dataset's name ("python_docs")."""
+        holding one (the pretraining data's), or a built-in dataset's name ("python_docs");
+        read once."""
+        if self._vocab is None:
+            self._vocab = read_vocab(self._vocab_file())
+        return self._vocab
+
+    def _vocab_file(self) -> str:
         path = self.vocab_path
         if path is None:
             raise UsageError(
@@ -157,9 +164,7 @@ class SentenceClassificationInput(DataFolder):
             )
         if path in builtin_datasets.BUILTINS and not tf.io.gfile.exists(path):
             path = builtin_datasets.prepare(path)
-        if tf.io.gfile.isdir(path):
-            path = os.path.join(path, VOCAB_FILE)
-        return read_vocab(path)
+        return os.path.join(path, VOCAB_FILE) if tf.io.gfile.isdir(path) else path
 
     def featurizer(self):
         """texts (a list of [batch] string tensors, one per text column) -> BERT's inputs."""
