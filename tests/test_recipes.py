@@ -21,7 +21,8 @@ RECIPES = sorted(
 IMAGENET = [r for r in RECIPES if "imagenet" in r]
 COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
 # BERT's published recipes: Wikipedia/BooksCorpus records given with --data_dir.
-BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_")]
+BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" not in r]
+SQUAD = [r for r in RECIPES if r.startswith("bert/") and "squad" in r]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 
@@ -90,3 +91,13 @@ def test_tpu_slice_files_set_only_the_batch(slice_file):
     gin_config.parse([f"slices/{slice_file}"], [])
     bindings = [line for line in gin.config_str().splitlines() if " = " in line]
     assert len(bindings) == 1 and bindings[0].startswith("train.global_batch_size = ")
+
+
+@pytest.mark.parametrize("recipe", SQUAD)
+def test_squad_recipe_is_the_papers_fine_tuning_with_an_f1_target(recipe):
+    alone, batch = _resolved([recipe])
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    assert task.input.seq_length == 384 and batch == 32 and task.primary_metric == "f1"
+    settings = TrainSettings()
+    assert settings.target_metric == "f1" and 0.88 <= settings.target_value <= 0.91

@@ -124,6 +124,31 @@ class BertClassifier(tf_keras.Model):
         return self.classifier(self.dropout(pooled["pooled_output"], training=training))
 
 
+class BertSpanLabeler(tf_keras.Model):
+    """Google's run_squad head: a 2-way dense layer on every token's encoding (Model Garden's
+    SpanLabeling); features -> {"start_logits", "end_logits"}, each [batch, seq_length]. The
+    encoder is tracked under the pretrainer's name, as in BertClassifier; its pooler, which
+    spans do not use, is frozen (kept, so checkpoints keep Google's layout)."""
+
+    def __init__(self, encoder: tf_keras.Model, initializer_range: float = 0.02, **kwargs):
+        super().__init__(**kwargs)
+        encoder.pooler_layer.trainable = False
+        setattr(self, ENCODER, encoder)
+        self.span_labeling = networks.SpanLabeling(
+            input_width=encoder.get_config()["hidden_size"],
+            initializer=_initializer(initializer_range),
+        )
+
+    @property
+    def encoder(self) -> tf_keras.Model:
+        return getattr(self, ENCODER)
+
+    def call(self, features: dict[str, tf.Tensor], training=None) -> dict[str, tf.Tensor]:
+        outputs = self.encoder({k: features[k] for k in INPUTS}, training=training)
+        start, end = self.span_labeling(outputs["sequence_output"])
+        return {"start_logits": start, "end_logits": end}
+
+
 @gin.configurable
 def bert(num_layers: int = 12, hidden_size: int = 768, **encoder_arguments) -> BertPretrainer:
     """BERT with its pretraining heads, built on dummy inputs so that its weights exist (and
@@ -162,7 +187,7 @@ for _size, (_layers, _hidden) in SIZES.items():
         "bert",
         f"BERT-{_size} (L={_layers}, H={_hidden}, A={_hidden // 64}) with its pretraining heads",
         task="MaskedLMTask",
-        other_tasks=("SentenceClassificationTask",),
+        other_tasks=("SentenceClassificationTask", "QuestionAnsweringTask"),
         fixed={"num_layers": _layers, "hidden_size": _hidden},
         published=PUBLISHED.get(_size, ()),
     )(bert)

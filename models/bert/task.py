@@ -1,5 +1,6 @@
 """BERT's tasks: pretraining (masked LM + next-sentence prediction, Model Garden's losses and
-MLPerf's masked-LM accuracy) and sentence(-pair) classification fine-tuning."""
+MLPerf's masked-LM accuracy) and sentence(-pair) classification fine-tuning; SQuAD's is in
+question_answering.py."""
 
 from __future__ import annotations
 
@@ -10,37 +11,21 @@ import tensorflow as tf
 import tf_keras
 
 from models import registry
-from models.bert.model import INPUTS, BertClassifier, BertPretrainer
-from models.core.errors import UsageError
+from models.bert.model import BertClassifier
+from models.bert.question_answering import QuestionAnsweringTask  # noqa: F401 - registers it
+from models.bert.steps import (
+    ACCURACY,
+    apply_gradients,
+    check_length,
+    cross_entropy,
+    fine_tuning_model,
+)
 from models.core.task import Models, Task
 from models.data.pretraining import PretrainingInput
 from models.data.sentence_classification import SentenceClassificationInput
 from models.data.text import CLS, MASK, SEP, bert_tokenizer, tokenize_with_masks
 
-_ACCURACY = tf_keras.metrics.SparseCategoricalAccuracy
 TOP_K = 5  # predictions the exported masked LM returns per [MASK]
-
-
-def _cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-    """Per-example softmax cross-entropy in float32 (labels < 0, padding, count as class 0)."""
-    return tf_keras.losses.sparse_categorical_crossentropy(
-        tf.maximum(labels, 0), tf.cast(logits, tf.float32), from_logits=True
-    )
-
-
-def _check_length(model: tf_keras.Model, seq_length: int, owner: str) -> None:
-    """UsageError when the input's sequences are longer than the model's position table."""
-    positions = model.encoder.get_config()["max_sequence_length"]
-    if seq_length > positions:
-        raise UsageError(
-            f"{owner}.seq_length = {seq_length} is longer than the model's "
-            f"{positions} positions (bert_encoder.max_sequence_length)"
-        )
-
-
-def _apply_gradients(model, optimizer, tape: tf.GradientTape, loss: tf.Tensor) -> None:
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
 
 
 @gin.configurable
@@ -70,7 +55,7 @@ class MaskedLMTask(Task):
 
     def build_models(self) -> Models:
         model = registry.create_model(self.model, vocab_size=self.vocab_size)
-        _check_length(model, self.input.seq_length, "pretraining_input")
+        check_length(model, self.input.seq_length, "pretraining_input")
         return {"model": model}
 
     def build_inputs(self, split, global_batch_size, input_context):
@@ -103,16 +88,16 @@ class MaskedLMTask(Task):
         self.input.validate(splits)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
-        return [_ACCURACY("masked_lm_accuracy"), _ACCURACY("next_sentence_accuracy")]
+        return [ACCURACY("masked_lm_accuracy"), ACCURACY("next_sentence_accuracy")]
 
     def losses(self, features, outputs) -> tuple[tf.Tensor, tf.Tensor]:
         """(masked-LM loss: mean over the masked tokens; next-sentence loss: mean over pairs),
         Model Garden's MaskedLMTask losses."""
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        per_token = _cross_entropy(features["masked_lm_ids"], outputs["masked_lm"])
+        per_token = cross_entropy(features["masked_lm_ids"], outputs["masked_lm"])
         mlm = tf.reduce_sum(per_token * weights) / (tf.reduce_sum(weights) + 1e-5)
         labels = features["next_sentence_labels"]
-        nsp = tf.reduce_mean(_cross_entropy(labels, outputs["next_sentence"]))
+        nsp = tf.reduce_mean(cross_entropy(labels, outputs["next_sentence"]))
         return mlm, nsp
 
     def _update(self, metrics, features, outputs) -> None:
@@ -137,7 +122,7 @@ class MaskedLMTask(Task):
             mlm, nsp = self.losses(inputs, outputs)
             loss = mlm + nsp
             scaled = loss / replicas
-        _apply_gradients(model, optimizers["model"], tape, scaled)
+        apply_gradients(model, optimizers["model"], tape, scaled)
         self._update(metrics, inputs, outputs)
         return {"loss": loss, "masked_lm_loss": mlm, "next_sentence_loss": nsp}
 
@@ -204,14 +189,12 @@ class SentenceClassificationTask(Task):
         self.dropout_rate = dropout_rate
 
     def build_models(self) -> Models:
-        pretrainer = registry.create_model(self.model, vocab_size=len(self.input.vocab()))
-        assert isinstance(pretrainer, BertPretrainer)
-        classifier = BertClassifier(
-            pretrainer.encoder, len(self.input.labels()), dropout_rate=self.dropout_rate
-        )
-        _check_length(classifier, self.input.seq_length, "sentence_input")
-        classifier(dict.fromkeys(INPUTS, tf.zeros([1, 2], tf.int32)))
-        return {"model": classifier}
+        def head(encoder: tf_keras.Model) -> BertClassifier:
+            return BertClassifier(encoder, len(self.input.labels()), dropout_rate=self.dropout_rate)
+
+        vocab_size, length = len(self.input.vocab()), self.input.seq_length
+        model = fine_tuning_model(self.model, vocab_size, head, length, "sentence_input")
+        return {"model": model}
 
     def build_inputs(self, split, global_batch_size, input_context):
         return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
@@ -226,16 +209,16 @@ class SentenceClassificationTask(Task):
             self.input.columns(split)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
-        return [_ACCURACY("accuracy")]
+        return [ACCURACY("accuracy")]
 
     def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
         features, labels = inputs
         model = models["model"]
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
-            per_example = _cross_entropy(labels, logits)
+            per_example = cross_entropy(labels, logits)
             loss = tf.reduce_sum(per_example) / global_batch_size
-        _apply_gradients(model, optimizers["model"], tape, loss)
+        apply_gradients(model, optimizers["model"], tape, loss)
         metrics[0].update_state(labels, tf.cast(logits, tf.float32))
         return {"loss": tf.reduce_mean(per_example)}
 

@@ -80,11 +80,20 @@ def _wordnet_glosses() -> str:
     return wordnet_glosses.prepare()
 
 
+def _wordnet_qa() -> str:
+    """Prepares SQuAD-style questions on WordNet's noun entries and their BERT records (imported
+    lazily: converting them pulls in TensorFlow and Model Garden's SQuAD tools)."""
+    from models.data.builtin import wordnet_qa
+
+    return wordnet_qa.prepare()
+
+
 BUILTINS: dict[str, Callable[[], str]] = {
     "digits": _digits,
     "digit_scenes": _digit_scenes,
     "python_docs": _python_docs,
     "wordnet_glosses": _wordnet_glosses,
+    "wordnet_qa": _wordnet_qa,
 }
 
 

@@ -11,8 +11,6 @@ Usage: python -m models.data.convert.bert_pretraining --input=FILES --vocab=voca
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -21,9 +19,9 @@ from typing import Any
 from absl import flags, logging
 
 from models.core.errors import UsageError, require_flags, run_app
+from models.data.convert.text_output import finish_split, prepare_output_dir, staged_shards
 from models.data.convert.vocab import text_files
-from models.data.imagenet_schema import INFO_FILE
-from models.data.text import VOCAB_FILE, read_vocab, write_vocab
+from models.data.text import read_vocab
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,6 @@ def convert(
 ) -> dict[str, Any]:
     """Writes `<split>-%05d-of-%05d` shards and merges the split into dataset_info.json; no
     shard is visible before all are written. Returns the info written."""
-    import tensorflow as tf
     from official.nlp.data import create_pretraining_data as reference
     from official.nlp.tools.tokenization import FullTokenizer
     from tqdm import tqdm
@@ -97,7 +94,7 @@ def convert(
         "max_seq_length": masking.max_seq_length,
         "max_predictions_per_seq": masking.max_predictions_per_seq,
     }
-    _check_output(output_dir, split, tokens, shapes)
+    prepare_output_dir(output_dir, split, tokens, shapes)
     tokenizer = FullTokenizer(vocab, do_lower_case=masking.do_lower_case)
     with tqdm(desc="reading", unit=" lines", disable=not progress, delay=1) as bar:
         instances = reference.create_training_instances(
@@ -117,9 +114,7 @@ def convert(
             f"--input has no text to make sentence pairs of: {', '.join(input_files[:3])}"
         )
     shards = min(num_shards, len(instances))
-    names = [f"{split}-{index:05d}-of-{shards:05d}" for index in range(shards)]
-    partial = [os.path.join(output_dir, f".{name}.partial") for name in names]
-    try:
+    with staged_shards(output_dir, split, shards) as partial:
         reference.write_instance_to_example_files(
             tqdm(instances, desc="writing", unit=" pairs", disable=not progress, delay=1),
             tokenizer,
@@ -129,61 +124,8 @@ def convert(
             gzip_compress=False,
             use_v2_feature_names=False,
         )
-    except BaseException:
-        for path in partial:
-            if tf.io.gfile.exists(path):
-                tf.io.gfile.remove(path)
-        raise
-    for path, name in zip(partial, names, strict=True):
-        tf.io.gfile.rename(path, os.path.join(output_dir, name), overwrite=True)
     info = {f"num_{split}_examples": len(instances), f"{split}_masking": asdict(masking), **shapes}
-    merged = _merge_info(output_dir, info)
-    if not tf.io.gfile.exists(os.path.join(output_dir, VOCAB_FILE)):
-        write_vocab(tokens, os.path.join(output_dir, VOCAB_FILE))
-    return merged
-
-
-def _check_output(output_dir: str, split: str, tokens: list[str], shapes: dict[str, int]) -> None:
-    """Creates output_dir; UsageError, before anything is written, when the split is already
-    there (never overwritten), or the folder's vocabulary (written with its first split) or
-    shapes (a model reads one shape for all splits) are others."""
-    import tensorflow as tf
-
-    from models.data.records import read_info
-
-    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
-        raise UsageError(f"--output_dir {output_dir} is a file, not a folder")
-    tf.io.gfile.makedirs(output_dir)
-    if tf.io.gfile.glob(os.path.join(output_dir, f"{split}-*-of-*")):
-        raise UsageError(
-            f"--output_dir {output_dir} already holds {split} shards; remove them or choose "
-            "another --output_dir or --split"
-        )
-    existing = os.path.join(output_dir, VOCAB_FILE)
-    if tf.io.gfile.exists(existing) and read_vocab(existing) != tokens:
-        raise UsageError(
-            f"--output_dir {output_dir} holds splits made with another vocabulary ({existing})"
-        )
-    old = read_info(os.path.join(output_dir, INFO_FILE))
-    for key, value in shapes.items():
-        if key in old and old[key] != value:
-            raise UsageError(
-                f"--output_dir {output_dir} holds splits with {key} {old[key]}, not {value}"
-            )
-
-
-def _merge_info(output_dir: str, info: dict[str, Any]) -> dict[str, Any]:
-    """dataset_info.json with this split's count, masking and shapes added, written atomically."""
-    import tensorflow as tf
-
-    from models.data.records import read_info
-
-    path = os.path.join(output_dir, INFO_FILE)
-    merged = {**read_info(path), **info}
-    with tf.io.gfile.GFile(f"{path}.partial", "w") as file:
-        file.write(json.dumps(merged, indent=1, sort_keys=True) + "\n")
-    tf.io.gfile.rename(f"{path}.partial", path, overwrite=True)
-    return merged
+    return finish_split(output_dir, info, tokens)
 
 
 # ---------------------------------------------------------------- command line

@@ -1,0 +1,184 @@
+"""SQuAD v1.1 records (models.data.convert.squad; Model Garden's question-answering schema) ->
+per-replica span-extraction batches, and the evaluation split's questions for the official
+EM/F1.
+
+Training batches are ({input_word_ids, input_mask, input_type_ids}, {start_positions,
+end_positions}); evaluation batches are the features with `unique_ids`, which end with padding
+windows of id -1 (static shapes)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import gin
+import tensorflow as tf
+
+from models.core.errors import UsageError
+from models.data.convert.squad import EVAL_JSON, WINDOW_FLAGS, Windows, features, read_squad
+from models.data.imagenet_schema import INFO_FILE
+from models.data.records import (
+    DataFolder,
+    check_split,
+    find_files,
+    per_replica_batch,
+    read_info,
+    shard_heads,
+    sharded_records,
+)
+from models.data.text import VOCAB_FILE, read_vocab
+
+PAD_ID = -1
+INPUTS = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+}
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+def _schema(seq_length: int, training: bool) -> dict[str, tf.io.FixedLenFeature]:
+    """The converter's features of one window (Model Garden's QA data loader reads the same)."""
+    schema = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in INPUTS}
+    labels = ("start_positions", "end_positions") if training else ("unique_ids",)
+    return {**schema, **{name: tf.io.FixedLenFeature([], tf.int64) for name in labels}}
+
+
+@gin.configurable("squad_input")
+class QuestionAnsweringInput(DataFolder):
+    """Per-replica batches of question/context windows: the built-in `wordnet_qa` by default,
+    the converter's SQuAD records with --data_dir."""
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        builtin: str = "wordnet_qa",
+        seq_length: int = 384,
+        shuffle_buffer: int = 10000,
+    ):
+        super().__init__(data_dir, builtin)
+        self.seq_length = seq_length
+        self.shuffle_buffer = shuffle_buffer
+        self._info: dict | None = None
+        self._eval: tuple[dict, list, list] | None = None
+
+    def files(self, split: str) -> list[str]:
+        return find_files(self.data_dir, f"{check_split(split)}-*-of-*", split)
+
+    def dataset_info(self) -> dict:
+        """data_dir/dataset_info.json, read once; UsageError when absent (the converter writes
+        the windows' settings there, and evaluation needs them)."""
+        if self._info is None:
+            path = os.path.join(self.data_dir, INFO_FILE)
+            if not tf.io.gfile.exists(path):
+                raise UsageError(
+                    f"--data_dir {self.data_dir} has no {INFO_FILE}: write it with "
+                    "python -m models.data.convert.squad"
+                )
+            self._info = read_info(path, ("max_seq_length",))
+        return self._info
+
+    def vocab(self) -> list[str]:
+        """The records' WordPiece vocabulary (data_dir/vocab.txt)."""
+        return read_vocab(os.path.join(self.data_dir, VOCAB_FILE))
+
+    def windows(self) -> Windows:
+        """How the converter windowed the questions and contexts."""
+        info = self.dataset_info()
+        return Windows(**{name: info[name] for name in WINDOW_FLAGS if name in info})
+
+    def num_examples(self, split: str) -> int:
+        """Windows in split (a long context gives several)."""
+        key = f"num_{check_split(split)}_examples"
+        if key not in self.dataset_info():
+            raise UsageError(f"{os.path.join(self.data_dir, INFO_FILE)} has no {key}")
+        return int(self.dataset_info()[key])
+
+    def evaluation_set(self) -> tuple[dict, list[Any], list[Any]]:
+        """(validation.json's SQuAD dict, its questions as Model Garden's SquadExamples, their
+        windows as InputFeatures with the records' unique ids), made once: the token-to-text
+        maps that turn predicted spans into answers."""
+        if self._eval is None:
+            path = os.path.join(self.data_dir, EVAL_JSON)
+            with tf.io.gfile.GFile(path) as file:
+                squad = json.load(file)
+            examples = read_squad(path, training=False)
+            vocab = os.path.join(self.data_dir, VOCAB_FILE)
+            self._eval = squad, examples, features(examples, vocab, self.windows(), False)
+        return self._eval
+
+    # ------------------------------------------------------------ datasets
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batched windows of this input pipeline: training endless and shuffled, validation
+        every window once and then padding windows."""
+        files = self.files(split)
+        batch_size = per_replica_batch(global_batch_size, input_context)
+        training = split == "train"
+        records = sharded_records(files, training, input_context, seed)
+        if training:
+            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
+        schema = _schema(self.seq_length, training)
+
+        def parse(record: tf.Tensor):
+            parsed = tf.io.parse_single_example(record, schema)
+            window = {INPUTS[name]: tf.cast(parsed.pop(name), tf.int32) for name in INPUTS}
+            if not training:
+                return {**window, "unique_ids": parsed["unique_ids"]}
+            return window, {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+        examples = records.map(
+            tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=_AUTOTUNE
+        )
+        if not training:
+            examples = examples.concatenate(tf.data.Dataset.from_tensors(self._padding()).repeat())
+        batches = examples.batch(batch_size, drop_remainder=True)
+        options = tf.data.Options()
+        options.deterministic = not training or seed is not None
+        return batches.prefetch(_AUTOTUNE).with_options(options)
+
+    def _padding(self) -> dict[str, tf.Tensor]:
+        zeros = tf.zeros([self.seq_length], tf.int32)
+        padding = {name: zeros for name in INPUTS.values()}
+        return {**padding, "unique_ids": tf.constant(PAD_ID, tf.int64)}
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self, splits: Sequence[str] = ("train", "validation")) -> None:
+        """Cheap pre-flight checks, one line each: the data's window length is the recipe's,
+        and the first records of every shard are windows of that length."""
+        info, path = self.dataset_info(), os.path.join(self.data_dir, INFO_FILE)
+        if info.get("max_seq_length") not in (None, self.seq_length):
+            raise UsageError(
+                f"{path} says max_seq_length = {info['max_seq_length']} but "
+                f"squad_input.seq_length = {self.seq_length}; set "
+                f"--gin_param='squad_input.seq_length = {info['max_seq_length']}'"
+            )
+        for split in splits:
+            schema = _schema(self.seq_length, split == "train")
+            files = self.files(split)
+            for file, records in zip(files, shard_heads(files, 2), strict=True):
+                for record in records:
+                    try:
+                        tf.io.parse_single_example(record, schema)
+                    except tf.errors.InvalidArgumentError as error:
+                        raise UsageError(
+                            f"{file} does not hold SQuAD {split} windows of {self.seq_length} "
+                            f"tokens (models.data.convert.squad's schema): "
+                            f"{error.message.splitlines()[0]}"
+                        ) from None
+            if split == "validation" and not tf.io.gfile.exists(
+                os.path.join(self.data_dir, EVAL_JSON)
+            ):
+                raise UsageError(
+                    f"--data_dir {self.data_dir} has no {EVAL_JSON} (the questions and answers "
+                    "the evaluation scores against; the converter writes it with the split)"
+                )
