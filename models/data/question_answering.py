@@ -63,6 +63,7 @@ class QuestionAnsweringInput(DataFolder):
         self.shuffle_buffer = shuffle_buffer
         self._info: dict | None = None
         self._eval: tuple[dict, list, list] | None = None
+        self._vocab: list[str] | None = None
 
     def files(self, split: str) -> list[str]:
         return find_files(self.data_dir, f"{check_split(split)}-*-of-*", split)
@@ -81,8 +82,10 @@ class QuestionAnsweringInput(DataFolder):
         return self._info
 
     def vocab(self) -> list[str]:
-        """The records' WordPiece vocabulary (data_dir/vocab.txt)."""
-        return read_vocab(os.path.join(self.data_dir, VOCAB_FILE))
+        """The records' WordPiece vocabulary (data_dir/vocab.txt), read once."""
+        if self._vocab is None:
+            self._vocab = read_vocab(os.path.join(self.data_dir, VOCAB_FILE))
+        return self._vocab
 
     def windows(self) -> Windows:
         """How the converter windowed the questions and contexts."""

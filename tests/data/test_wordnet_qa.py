@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from models.core.errors import UsageError
 from models.data.builtin import wordnet_qa
-from models.data.builtin.wordnet_glosses import _is_dev
+from models.data.builtin.wordnet_glosses import is_dev
 from models.data.builtin.wordnet_qa import Entry, paragraph, read_entries
 
 HEADER = "  1 This software and database is being provided to you, the LICENSEE | by Princeton\n"
@@ -125,7 +125,7 @@ def test_contexts_are_one_lexicographer_file_and_one_split(tmp_path):
         for context in found:
             assert len(context) == wordnet_qa.ENTRIES_PER_CONTEXT
             assert len({entry.lex_file for entry in context}) == 1
-            assert {_is_dev(entry.offset) for entry in context} == {split == "dev"}
+            assert {is_dev(entry.offset) for entry in context} == {split == "dev"}
         saved = json.loads((tmp_path / "json" / wordnet_qa.JSON_FILES[split]).read_text())
         assert saved == datasets[split]
         assert [a["title"] for a in saved["data"]] == [c[0].lex_file for c in found]

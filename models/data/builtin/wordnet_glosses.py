@@ -30,32 +30,38 @@ NOUN_FILES = {
 DEV_PERCENT = 10  # of synsets, by a hash of the synset offset
 
 
-def read_glosses(path: Path = WORDNET_NOUNS) -> list[tuple[str, str, str]]:
-    """(synset offset, definition, lexicographer file) of every noun synset: the gloss up to
-    its first ';' (what follows are usage examples)."""
+def read_synsets(path: Path = WORDNET_NOUNS) -> list[tuple[str, str, tuple[str, ...], str]]:
+    """(offset, lexicographer file, words, definition) of every noun synset with a definition:
+    the gloss up to its first ';' (what follows are usage examples); words with spaces."""
     if not path.is_file():
         raise UsageError(
-            f"the built-in wordnet_glosses reads Debian's WordNet at {path}, which is missing: "
+            f"the built-in WordNet datasets read Debian's WordNet at {path}, which is missing: "
             f"install it with `{INSTALL}` (`make` does, as root)"
         )
-    glosses = []
+    synsets = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("  ") or "|" not in line:  # the licence header
             continue
         fields, gloss = line.split("|", 1)
-        offset, lex_file = fields.split()[:2]
+        offset, lex_file, _, count, *rest = fields.split()
+        words = tuple(word.replace("_", " ") for word in rest[: 2 * int(count, 16) : 2])
         definition = gloss.split(";")[0].strip()
         if definition:
-            glosses.append((offset, definition, NOUN_FILES[int(lex_file)]))
-    return glosses
+            synsets.append((offset, NOUN_FILES[int(lex_file)], words, definition))
+    return synsets
 
 
-def _digest(offset: str) -> bytes:
+def read_glosses(path: Path = WORDNET_NOUNS) -> list[tuple[str, str, str]]:
+    """(synset offset, definition, lexicographer file) of every noun synset."""
+    return [(offset, definition, label) for offset, label, _, definition in read_synsets(path)]
+
+
+def digest(offset: str) -> bytes:
     return hashlib.sha256(offset.encode()).digest()
 
 
-def _is_dev(offset: str) -> bool:
-    return _digest(offset)[0] * 100 // 256 < DEV_PERCENT
+def is_dev(offset: str) -> bool:
+    return digest(offset)[0] * 100 // 256 < DEV_PERCENT
 
 
 def _write_tsv(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -67,10 +73,10 @@ def _write_tsv(path: Path, rows: list[tuple[str, str]]) -> None:
 def _write(out: Path) -> None:
     # WordNet's data file runs class by class; GLUE's files are in random order, and an input's
     # shuffle buffer cannot undo a file sorted by label. Rows go in the order of their hash.
-    glosses = sorted(read_glosses(), key=lambda gloss: _digest(gloss[0])[1:])
+    glosses = sorted(read_glosses(), key=lambda gloss: digest(gloss[0])[1:])
     splits = {"train": [], "dev": []}
     for offset, definition, label in glosses:
-        splits["dev" if _is_dev(offset) else "train"].append((definition, label))
+        splits["dev" if is_dev(offset) else "train"].append((definition, label))
     info: dict = {"labels": sorted(set(NOUN_FILES.values())), "source": "WordNet 3.0 nouns"}
     for split, rows in splits.items():
         _write_tsv(out / f"{split}.tsv", rows)

@@ -12,9 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.core.errors import UsageError
 from models.data.builtin import build_once
-from models.data.builtin.wordnet_glosses import INSTALL, NOUN_FILES, WORDNET_NOUNS, _digest, _is_dev
+from models.data.builtin.wordnet_glosses import WORDNET_NOUNS, digest, is_dev, read_synsets
 
 NAME = "wordnet-qa-v1"
 ENTRIES_PER_CONTEXT = 4
@@ -60,23 +59,8 @@ class Entry:
 
 
 def read_entries(path: Path = WORDNET_NOUNS) -> list[Entry]:
-    """Every noun synset with a definition (the gloss up to its first ';', as read_glosses)."""
-    if not path.is_file():
-        raise UsageError(
-            f"the built-in wordnet_qa reads Debian's WordNet at {path}, which is missing: "
-            f"install it with `{INSTALL}` (`make` does, as root)"
-        )
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("  ") or "|" not in line:  # the licence header
-            continue
-        fields, gloss = line.split("|", 1)
-        offset, lex_file, _, count, *rest = fields.split()
-        words = tuple(word.replace("_", " ") for word in rest[: 2 * int(count, 16) : 2])
-        definition = gloss.split(";")[0].strip()
-        if definition:
-            entries.append(Entry(offset, NOUN_FILES[int(lex_file)], words, definition))
-    return entries
+    """Every noun synset with a definition, as the glosses task reads them."""
+    return [Entry(*synset) for synset in read_synsets(path)]
 
 
 def group_contexts(
@@ -87,18 +71,18 @@ def group_contexts(
     order of their first entry's hash, the first train_contexts / dev_contexts of them."""
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
-        split = "dev" if _is_dev(entry.offset) else "train"
+        split = "dev" if is_dev(entry.offset) else "train"
         groups.setdefault((split, entry.lex_file), []).append(entry)
     contexts: dict[str, list[list[Entry]]] = {"train": [], "dev": []}
     for (split, _), group in groups.items():
-        group.sort(key=lambda entry: _digest(entry.offset))
+        group.sort(key=lambda entry: digest(entry.offset))
         whole = len(group) - len(group) % ENTRIES_PER_CONTEXT
         contexts[split] += [
             group[i : i + ENTRIES_PER_CONTEXT] for i in range(0, whole, ENTRIES_PER_CONTEXT)
         ]
     caps = {"train": train_contexts, "dev": dev_contexts}
     for split, found in contexts.items():
-        found.sort(key=lambda context: _digest(context[0].offset))
+        found.sort(key=lambda context: digest(context[0].offset))
         found[:] = found[: caps[split]]
     return contexts
 
