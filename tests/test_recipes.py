@@ -22,7 +22,7 @@ IMAGENET = [r for r in RECIPES if "imagenet" in r]
 COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
 # BERT's published recipes: Wikipedia/BooksCorpus records given with --data_dir.
 BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" not in r]
-SQUAD = [r for r in RECIPES if r.startswith("bert/") and "squad" in r]
+SQUAD = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" in r]
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 

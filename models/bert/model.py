@@ -167,7 +167,9 @@ def example_spec(seq_length: int = 128, predictions: int = 20) -> dict[str, tf.T
 
 
 # Google's releases hold the encoder (pooler included) and both heads: by our count 110,106,428
-# (base) and 336,226,108 (large) at the 30,522-token uncased vocabulary and 512 positions.
+# (base) and 336,226,108 (large) at the 30,522-token uncased vocabulary and 512 positions. The
+# encoders alone hold exactly the counts of KerasHub's presets of those checkpoints
+# (109,482,240; 335,141,888: tests/bert/test_model.py).
 PUBLISHED = {
     "base": (PublishedCount("110M", _PAPER),),
     "large": (
@@ -175,7 +177,8 @@ PUBLISHED = {
             "340M",
             _PAPER,
             disagrees="the paper's 340M rounds up: Google's released BERT-large holds "
-            "336,226,108 weights (1.1% fewer; 335,141,888 without the pretraining heads)",
+            "336,226,108 weights (1.1% fewer; 335,141,888 without the pretraining heads, "
+            "KerasHub's exact count of that checkpoint)",
         ),
         PublishedCount("336M", "Hugging Face model card of google-bert/bert-large-uncased"),
     ),
