@@ -11,9 +11,11 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test test-fast format clean system-packages
 
 # Debian packages that built-in datasets read (wordnet-base: WordNet's noun glosses, the BERT
-# classification task). Installed where apt-get exists and make runs as root; elsewhere, or when
-# the install fails, the dataset names the command in one line when it is first built.
-SYSTEM_PACKAGES := wordnet-base
+# classification task; postgresql-15, with its client and libpq5: PostgreSQL's German message
+# catalogues, the Transformer's translation task). Installed where apt-get exists and make runs
+# as root; elsewhere, or when the install fails, the dataset names the command in one line when
+# it is first built.
+SYSTEM_PACKAGES := wordnet-base postgresql-15
 system-packages:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \

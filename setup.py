@@ -14,6 +14,8 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.8",
     "Pillow>=10",
     "tqdm>=4.60",
+    "sentencepiece>=0.1.99",  # translation: learns the shared subword model
+    "sacrebleu>=2.3",  # translation: BLEU of detokenised text
 ]
 
 # The recipes stay at the repository root (configs/, official/: data, not Python). A wheel or a

@@ -88,12 +88,21 @@ def _wordnet_qa() -> str:
     return wordnet_qa.prepare()
 
 
+def _pg_messages() -> str:
+    """Prepares PostgreSQL's English-German messages as translation records (Debian's
+    postgresql-15; imported lazily: converting them pulls in TensorFlow and tensorflow-text)."""
+    from models.data.builtin import pg_messages
+
+    return pg_messages.prepare()
+
+
 BUILTINS: dict[str, Callable[[], str]] = {
     "digits": _digits,
     "digit_scenes": _digit_scenes,
     "python_docs": _python_docs,
     "wordnet_glosses": _wordnet_glosses,
     "wordnet_qa": _wordnet_qa,
+    "pg_messages": _pg_messages,
 }
 
 

@@ -1,6 +1,6 @@
-"""The output folder of the text converters (BERT pretraining, SQuAD): one vocabulary and one
-set of shapes per folder, each split's shards published only when all are written, and
-dataset_info.json merged split by split."""
+"""The output folder of the text converters (BERT pretraining, SQuAD, parallel text): one
+vocabulary and one set of shapes per folder, each split's shards published only when all are
+written, and dataset_info.json merged split by split."""
 
 from __future__ import annotations
 
@@ -23,27 +23,41 @@ def prepare_output_dir(
     shapes (a model reads one shape for all splits) are others."""
     import tensorflow as tf
 
-    from models.data.records import read_info
-
-    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
-        raise UsageError(f"--output_dir {output_dir} is a file, not a folder")
+    check_split_absent(output_dir, split)
     tf.io.gfile.makedirs(output_dir)
-    if tf.io.gfile.glob(os.path.join(output_dir, f"{split}-*-of-*")):
-        raise UsageError(
-            f"--output_dir {output_dir} already holds {split} shards; remove them or choose "
-            "another --output_dir or --split"
-        )
     existing = os.path.join(output_dir, VOCAB_FILE)
     if tf.io.gfile.exists(existing) and read_vocab(existing) != tokens:
         raise UsageError(
             f"--output_dir {output_dir} holds splits made with another vocabulary ({existing})"
         )
+    check_shapes(output_dir, shapes)
+
+
+def check_shapes(output_dir: str, shapes: Mapping[str, Any]) -> None:
+    """UsageError when the splits already in output_dir were written with other shapes (a
+    model reads one shape for all splits)."""
+    from models.data.records import read_info
+
     old = read_info(os.path.join(output_dir, INFO_FILE))
     for key, value in shapes.items():
         if key in old and old[key] != value:
             raise UsageError(
                 f"--output_dir {output_dir} holds splits with {key} {old[key]}, not {value}"
             )
+
+
+def check_split_absent(output_dir: str, split: str) -> None:
+    """UsageError when output_dir is a file or already holds shards of split (a converter's
+    first check, before any slow work)."""
+    import tensorflow as tf
+
+    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise UsageError(f"--output_dir {output_dir} is a file, not a folder")
+    if tf.io.gfile.glob(os.path.join(output_dir, f"{split}-*-of-*")):
+        raise UsageError(
+            f"--output_dir {output_dir} already holds {split} shards; remove them or choose "
+            "another --output_dir or --split"
+        )
 
 
 @contextlib.contextmanager
@@ -70,6 +84,16 @@ def finish_split(output_dir: str, info: Mapping[str, Any], tokens: list[str]) ->
     vocabulary beside the first split; returns the merged info."""
     import tensorflow as tf
 
+    merged = merge_info(output_dir, info)
+    if not tf.io.gfile.exists(os.path.join(output_dir, VOCAB_FILE)):
+        write_vocab(tokens, os.path.join(output_dir, VOCAB_FILE))
+    return merged
+
+
+def merge_info(output_dir: str, info: Mapping[str, Any]) -> dict[str, Any]:
+    """Merges `info` into output_dir's dataset_info.json, atomically; returns the merged info."""
+    import tensorflow as tf
+
     from models.data.records import read_info
 
     path = os.path.join(output_dir, INFO_FILE)
@@ -77,6 +101,4 @@ def finish_split(output_dir: str, info: Mapping[str, Any], tokens: list[str]) ->
     with tf.io.gfile.GFile(f"{path}.partial", "w") as file:
         file.write(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     tf.io.gfile.rename(f"{path}.partial", path, overwrite=True)
-    if not tf.io.gfile.exists(os.path.join(output_dir, VOCAB_FILE)):
-        write_vocab(tokens, os.path.join(output_dir, VOCAB_FILE))
     return merged

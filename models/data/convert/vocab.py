@@ -20,16 +20,16 @@ MIN_VOCAB_SIZE = 64  # BERT's special tokens and room for the corpus's character
 BATCH_LINES = 1024
 
 
-def text_files(patterns: list[str]) -> list[str]:
-    """The files that the comma-separated --input patterns match, or UsageError naming a
-    pattern that matches no file."""
+def text_files(patterns: list[str], flag: str = "input") -> list[str]:
+    """The files that the comma-separated --<flag> patterns match (each pattern's sorted), or
+    UsageError naming a pattern that matches no file."""
     import tensorflow as tf
 
     files: list[str] = []
     for pattern in patterns:
         matched = sorted(path for path in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(path))
         if not matched:
-            raise UsageError(f"--input {pattern} matches no file")
+            raise UsageError(f"--{flag} {pattern} matches no file")
         files += matched
     return files
 

@@ -1,0 +1,384 @@
+"""Parallel-text records (models.data.convert.parallel_text; TFDS's WMT schema: each side's raw
+text under its language code) -> per-replica batches for Model Garden's Seq2SeqTransformer,
+tokenised inside the input graph by tensorflow-text's SentencepieceTokenizer with the folder's
+shared SentencePiece model (sentencepiece.model, as Model Garden's translation task does), each
+sequence ended by the model's end-of-sequence id (dataset_info.json's `eos_id`; 1 in a model the
+converter learns) and padded with id 0, which the model masks.
+
+Training batches count tokens, as Google's Transformer recipes (Tensor2Tensor, Model Garden)
+do: `global_batch_size` is the tokens of a global batch. Pairs of similar length share a bucket
+(the longer side decides); bucket k's batches have the static shape [tokens // L_k, L_k], both
+sides padded to the bucket's length L_k (tf.data's pad-to-bucket-boundary), so XLA compiles one
+program per bucket; `bucket_lengths = ()` pads every batch to max_length: one shape, Model
+Garden's `static_batch`, for TPUs. (Model Garden's own WMTDataLoader pads a bucket's batch to
+its longest pair, a shape per batch, or everything to max_length.) Evaluation batches hold
+`global_batch_size` pairs padded to max_length: every pair once, then padding pairs of
+unique_id -1 (static shapes).
+
+A batch is {"inputs", "targets": int32 [batch, length]; "input_mask", "target_mask": 1 on
+tokens, 0 on padding}; evaluation's also "unique_id" [batch], which indexes the raw source and
+reference sentences of `evaluation_set(split)`. sacreBLEU scores text: `detokenize` turns the
+model's ids back into it, exactly as the sentences were (the converter's models keep text as it
+is and spell unknown characters in bytes)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from models.core.errors import UsageError, nearest
+from models.data.convert.parallel_text import (
+    MODEL_FILE,
+    SPLITS,
+    UNIQUE_ID,
+    check_sentencepiece,
+    read_sentencepiece,
+    sentencepiece_tokenizer,
+)
+from models.data.imagenet_schema import INFO_FILE
+from models.data.records import (
+    DataFolder,
+    find_files,
+    per_replica_batch,
+    read_info,
+    shard_heads,
+    sharded_records,
+)
+
+PAD_ID = -1  # unique_id of evaluation's padding pairs
+SMALLEST_BUCKET = 16  # default buckets: 16, 32, 64, ... up to max_length
+TOKENIZE_BATCH = 256  # records tokenised at once
+_SAMPLE_RECORDS = 2  # records parsed per shard before training
+_AUTOTUNE = tf.data.AUTOTUNE
+
+
+def default_buckets(max_length: int) -> tuple[int, ...]:
+    """Bucket lengths doubling from SMALLEST_BUCKET, the last max_length: few shapes to compile
+    (Tensor2Tensor's 10% steps give ~25 below 64 tokens)."""
+    lengths, length = [], SMALLEST_BUCKET
+    while length < max_length:
+        lengths.append(length)
+        length *= 2
+    return (*lengths, max_length)
+
+
+def check_buckets(bucket_lengths: Sequence[int], max_length: int) -> tuple[int, ...]:
+    """The bucket lengths, increasing and ending at max_length (appended when missing);
+    UsageError for lengths that are not increasing, below 2 or over max_length."""
+    lengths = tuple(int(length) for length in bucket_lengths)
+    if any(b <= a for a, b in zip(lengths, lengths[1:], strict=False)) or (
+        lengths and (lengths[0] < 2 or lengths[-1] > max_length)
+    ):
+        raise UsageError(
+            f"translation_input.bucket_lengths {list(lengths)} must increase from at least 2 "
+            f"to at most max_length {max_length}"
+        )
+    return lengths if lengths and lengths[-1] == max_length else (*lengths, max_length)
+
+
+def detokenize(
+    ids: np.ndarray | Sequence[Sequence[int]], tokenizer, eos_id: int, pad_id: int = 0
+) -> list[str]:
+    """Text of each row of token ids, up to its first end-of-sequence id, padding left out,
+    detokenised by `tokenizer` (a tensorflow-text SentencepieceTokenizer)."""
+    rows = []
+    for row in ids:
+        row = np.asarray(row, np.int32)
+        ends = np.flatnonzero(row == eos_id)
+        row = row[: ends[0]] if ends.size else row
+        rows.append(row[row != pad_id])
+    if not rows:
+        return []
+    values = np.concatenate(rows).astype(np.int32)
+    ragged = tf.RaggedTensor.from_row_lengths(values, [len(row) for row in rows])
+    texts = tokenizer.detokenize(ragged).numpy()
+    return [text.decode("utf-8", errors="replace") for text in texts]
+
+
+@gin.configurable("translation_input")
+class TranslationInput(DataFolder):
+    """Per-replica translation batches: the built-in `pg_messages` (PostgreSQL's English-German
+    messages) by default, the parallel-text converter's records with --data_dir."""
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        builtin: str = "pg_messages",
+        max_length: int | None = None,
+        bucket_lengths: Sequence[int] | None = None,
+        shuffle_buffer: int = 10000,
+    ):
+        super().__init__(data_dir, builtin)
+        self._max_length = max_length
+        self._bucket_lengths = bucket_lengths
+        self.shuffle_buffer = shuffle_buffer
+        self._info: dict | None = None
+        self._model: bytes | None = None
+        self._tokenizer = None
+        self._eval: dict[str, tuple[list[str], list[str]]] = {}
+
+    def files(self, split: str) -> list[str]:
+        if split not in SPLITS:
+            raise UsageError(
+                f"unknown split '{split}'{nearest(split, SPLITS)}; expected {', '.join(SPLITS)}"
+            )
+        return find_files(self.data_dir, f"{split}-*-of-*", split)
+
+    def dataset_info(self) -> dict:
+        """data_dir/dataset_info.json, read once; UsageError when absent (the converter writes
+        the languages, lengths and ids there)."""
+        if self._info is None:
+            path = self._converted(INFO_FILE)
+            keys = ("max_length", "vocab_size", "eos_id", "pad_id")
+            self._info = read_info(path, keys)
+            for key in ("source_language", "target_language", *keys):
+                if key not in self._info:
+                    raise UsageError(f"{path} has no {key}; write the data with the converter")
+        return self._info
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source, target) language codes: the records' feature names."""
+        info = self.dataset_info()
+        return info["source_language"], info["target_language"]
+
+    @property
+    def max_length(self) -> int:
+        """The padded length of evaluation and of the longest bucket: translation_input's
+        max_length, else the data's."""
+        return int(self._max_length or self.dataset_info()["max_length"])
+
+    @property
+    def bucket_lengths(self) -> tuple[int, ...]:
+        """Padded lengths of the training buckets, the last max_length."""
+        if self._bucket_lengths is None:
+            return default_buckets(self.max_length)
+        return check_buckets(self._bucket_lengths, self.max_length)
+
+    @property
+    def eos_id(self) -> int:
+        return int(self.dataset_info()["eos_id"])
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.dataset_info()["pad_id"])
+
+    def sentencepiece_model(self) -> bytes:
+        """The records' shared SentencePiece model (data_dir/sentencepiece.model), read once."""
+        if self._model is None:
+            self._model = read_sentencepiece(self._converted(MODEL_FILE))
+        return self._model
+
+    def _converted(self, name: str) -> str:
+        """data_dir/name; UsageError when the converter has not written it there."""
+        path = os.path.join(self.data_dir, name)
+        if not tf.io.gfile.exists(path):
+            raise UsageError(
+                f"--data_dir {self.data_dir} has no {name}: write the data with "
+                "python -m models.data.convert.parallel_text"
+            )
+        return path
+
+    def tokenizer(self):
+        """tensorflow-text's SentencepieceTokenizer of the model (int32 ids, no end of
+        sequence), made once."""
+        if self._tokenizer is None:
+            self._tokenizer = sentencepiece_tokenizer(self.sentencepiece_model())
+        return self._tokenizer
+
+    def vocab_size(self) -> int:
+        return int(self.dataset_info()["vocab_size"])
+
+    def num_examples(self, split: str) -> int:
+        """Sentence pairs in split."""
+        key = f"num_{split}_examples"
+        if split not in SPLITS or key not in self.dataset_info():
+            raise UsageError(f"{os.path.join(self.data_dir, INFO_FILE)} has no {key}")
+        return int(self.dataset_info()[key])
+
+    def num_tokens(self, split: str) -> int:
+        """Tokens of split as a token budget counts them: each pair's longer side, its
+        end-of-sequence token included (an epoch of token batches, before padding)."""
+        self.num_examples(split)
+        return int(self.dataset_info()[f"{split}_statistics"]["pair_tokens"])
+
+    def detokenize(self, ids: np.ndarray | Sequence[Sequence[int]]) -> list[str]:
+        """Target-language text of token ids (the model's translations), for sacreBLEU."""
+        return detokenize(ids, self.tokenizer(), self.eos_id, self.pad_id)
+
+    def evaluation_set(self, split: str) -> tuple[list[str], list[str]]:
+        """(source sentences, reference translations) of split, indexed by unique_id, read
+        once: what the translations of evaluation batches are scored against."""
+        if split not in self._eval:
+            self._eval[split] = read_split(self.files(split), self.languages)
+        return self._eval[split]
+
+    # ------------------------------------------------------------ datasets
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batched pairs of this input pipeline: training endless, shuffled and bucketed by
+        length (global_batch_size counts tokens), evaluation every pair once and then padding
+        pairs (global_batch_size counts pairs)."""
+        files = self.files(split)
+        per_replica = per_replica_batch(global_batch_size, input_context)
+        training = split == "train"
+        records = sharded_records(files, training, input_context, seed)
+        if training:
+            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
+        tokenize = self._tokenize_records(training)
+        pairs = records.batch(TOKENIZE_BATCH).map(
+            tf.autograph.experimental.do_not_convert(tokenize), num_parallel_calls=_AUTOTUNE
+        )
+        pairs = pairs.unbatch().map(_dense, num_parallel_calls=_AUTOTUNE)
+        if training:
+            batches = self._token_batches(pairs, per_replica)
+        else:
+            padding = {"inputs": [], "targets": [], UNIQUE_ID: PAD_ID}
+            pairs = pairs.concatenate(tf.data.Dataset.from_tensors(_int32(padding)).repeat())
+            shapes = {"inputs": [self.max_length], "targets": [self.max_length], UNIQUE_ID: []}
+            batches = pairs.padded_batch(per_replica, shapes, drop_remainder=True)
+        batches = batches.map(_with_masks, num_parallel_calls=_AUTOTUNE)
+        options = tf.data.Options()
+        options.deterministic = not training or seed is not None
+        return batches.prefetch(_AUTOTUNE).with_options(options)
+
+    def _tokenize_records(self, training: bool):
+        """A batch of serialised records -> {"inputs", "targets": int32 ragged [pairs,
+        (tokens)] ending in the end-of-sequence id} (evaluation: and "unique_id"); evaluation
+        cuts a longer side to max_length, its end-of-sequence token kept, as Model Garden does."""
+        tokenizer = self.tokenizer()
+        schema = {
+            **{language: tf.io.FixedLenFeature([], tf.string) for language in self.languages},
+            UNIQUE_ID: tf.io.FixedLenFeature([], tf.int64),
+        }
+        eos, max_length = self.eos_id, self.max_length
+
+        def tokenize(records: tf.Tensor) -> dict[str, tf.Tensor]:
+            parsed = tf.io.parse_example(records, schema)
+            features = {}
+            for name, language in zip(("inputs", "targets"), self.languages, strict=True):
+                ids = tokenizer.tokenize(parsed[language])
+                if not training:
+                    ids = ids[:, : max_length - 1]
+                ends = tf.fill([ids.nrows(), 1], eos)
+                features[name] = tf.concat([ids, tf.RaggedTensor.from_tensor(ends)], axis=1)
+            if not training:
+                features[UNIQUE_ID] = tf.cast(parsed[UNIQUE_ID], tf.int32)
+            return features
+
+        return tokenize
+
+    def _token_batches(self, pairs: tf.data.Dataset, tokens: int) -> tf.data.Dataset:
+        """Pairs within max_length (a longer one, only where max_length is below the data's,
+        is left out, as Model Garden does) in batches of up to `tokens` padded tokens a side,
+        by bucket."""
+        lengths = self.bucket_lengths
+        sizes = [tokens // length for length in lengths]
+        if sizes[-1] < 1:
+            raise UsageError(
+                f"a batch of {tokens} tokens a replica holds no pair of {lengths[-1]} tokens; "
+                f"the global batch (in tokens) must be at least {lengths[-1]} x replicas"
+            )
+        max_length = self.max_length
+
+        def longer_side(pair: dict[str, tf.Tensor]) -> tf.Tensor:
+            return tf.maximum(tf.size(pair["inputs"]), tf.size(pair["targets"]))
+
+        pairs = pairs.filter(lambda pair: longer_side(pair) <= max_length)
+        if len(lengths) == 1:  # one static shape, known to the dataset's element_spec
+            shapes = {"inputs": [max_length], "targets": [max_length]}
+            return pairs.padded_batch(sizes[0], shapes, drop_remainder=True)
+        return pairs.bucket_by_sequence_length(
+            longer_side,
+            bucket_boundaries=[length + 1 for length in lengths],  # bucket k: (L_k-1, L_k]
+            bucket_batch_sizes=[*sizes, 1],  # the last bucket (over max_length) stays empty
+            pad_to_bucket_boundary=True,
+            drop_remainder=True,
+        )
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self, splits: Sequence[str] = ("train", "validation")) -> None:
+        """Cheap pre-flight checks, one line each: dataset_info.json, a SentencePiece model of
+        its size and ids, sequences no longer than translation_input.max_length, and the first
+        records of every shard hold both languages' text."""
+        info, path = self.dataset_info(), os.path.join(self.data_dir, INFO_FILE)
+        model = os.path.join(self.data_dir, MODEL_FILE)
+        pieces = check_sentencepiece(self.sentencepiece_model(), model)
+        found = (pieces.vocab_size, pieces.eos_id, pieces.pad_id)
+        if found != (info["vocab_size"], info["eos_id"], info["pad_id"]):
+            raise UsageError(
+                f"{model} has {found[0]} tokens, end-of-sequence id {found[1]} and pad id "
+                f"{found[2]} but {path} says vocab_size = {info['vocab_size']}, eos_id = "
+                f"{info['eos_id']}, pad_id = {info['pad_id']}: the records were written with "
+                "another model"
+            )
+        if info["max_length"] > self.max_length:
+            raise UsageError(
+                f"{path} says max_length = {info['max_length']} but translation_input."
+                f"max_length = {self.max_length}; set --gin_param='translation_input."
+                f"max_length = {info['max_length']}'"
+            )
+        self.bucket_lengths  # noqa: B018 - checks translation_input.bucket_lengths
+        schema = {language: tf.io.FixedLenFeature([], tf.string) for language in self.languages}
+        for split in splits:
+            files = self.files(split)
+            for file, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
+                for record in records:
+                    try:
+                        tf.io.parse_single_example(record, schema)
+                    except tf.errors.InvalidArgumentError as error:
+                        raise UsageError(
+                            f"{file} does not hold {'-'.join(self.languages)} sentence pairs "
+                            "(models.data.convert.parallel_text's schema): "
+                            f"{error.message.splitlines()[0]}"
+                        ) from None
+
+
+def read_split(files: Sequence[str], languages: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """(source sentences, target sentences) of a split's records, in unique_id order."""
+    schema = {
+        **{language: tf.io.FixedLenFeature([], tf.string) for language in languages},
+        UNIQUE_ID: tf.io.FixedLenFeature([], tf.int64),
+    }
+    records = (
+        tf.data.TFRecordDataset(list(files))
+        .batch(1024)
+        .map(lambda batch: tf.io.parse_example(batch, schema))
+    )
+    found: dict[int, tuple[str, str]] = {}
+    for batch in records.as_numpy_iterator():
+        for index, source, target in zip(
+            batch[UNIQUE_ID], batch[languages[0]], batch[languages[1]], strict=True
+        ):
+            found[int(index)] = (source.decode("utf-8"), target.decode("utf-8"))
+    ordered = [found[index] for index in sorted(found)]
+    return [pair[0] for pair in ordered], [pair[1] for pair in ordered]
+
+
+def _int32(features: dict) -> dict[str, tf.Tensor]:
+    return {name: tf.constant(value, tf.int32) for name, value in features.items()}
+
+
+def _dense(pair: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """One pair as tensors: unbatched rows of ragged ids are typed ragged but dense inside."""
+    return {name: tf.identity(value) for name, value in pair.items()}
+
+
+def _with_masks(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The batch with its padding masks: 1 on tokens, 0 on [PAD] (id 0)."""
+    masks = {
+        "input_mask": tf.cast(batch["inputs"] != 0, tf.int32),
+        "target_mask": tf.cast(batch["targets"] != 0, tf.int32),
+    }
+    return {**batch, **masks}
