@@ -3,11 +3,14 @@
     python -m benchmarks.model_stats --models=resnet50,mobilenet_v2 [--image_size=N] [--json]
 
 FLOPs are TensorFlow's profiler count of one 1-image forward pass (BERT's: one pair of 128
-tokens with 20 masked-LM predictions); a multiply and an add are two float ops, so
+tokens with 20 masked-LM predictions; the Transformer's: one sentence pair of 64 tokens a side,
+teacher-forced); a multiply and an add are two float ops, so
 multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds"/"MACs".
 """
 
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 from absl import flags, logging
@@ -18,7 +21,8 @@ from benchmarks.throughput.measure import forward_flops
 from models import registry
 
 FLAGS = flags.FLAGS
-TEXT_INPUT = "128 tokens, 20 masked"  # BERT's phase-1 pair: what its FLOPs are counted on
+# What a text family's FLOPs are counted on: BERT's phase-1 pair, a Transformer sentence pair.
+TEXT_INPUTS = {"bert": "128 tokens, 20 masked", "transformer": "64 + 64 tokens"}
 flags.DEFINE_list("models", None, "Registered model names (default: every model).")
 flags.DEFINE_integer("image_size", None, "Input size for every model (default: each native).")
 flags.DEFINE_integer("num_classes", 1000, "Classes of the classifier head.")
@@ -27,9 +31,9 @@ flags.DEFINE_integer("num_classes", 1000, "Classes of the classifier head.")
 def model_stats(name: str, image_size: int | None, num_classes: int) -> dict:
     """Trainable/total parameters and forward FLOPs of one model, at its native input size
     (registry metadata) unless `image_size` is given."""
-    if registry.model_entry(name).image_size is None:  # BERT: a pair of 128 tokens
-        from models.bert.model import example_spec
-
+    entry = registry.model_entry(name)
+    if entry.image_size is None:  # a text model: BERT's pair of 128 tokens, a sentence pair
+        example_spec = importlib.import_module(f"models.{entry.family}.model").example_spec
         model, size = registry.create_model(name), None
         flops = forward_flops(model, example_spec())
     else:
@@ -39,6 +43,7 @@ def model_stats(name: str, image_size: int | None, num_classes: int) -> dict:
     return {
         "model": name,
         "image_size": size,
+        "text_input": TEXT_INPUTS.get(entry.family) if size is None else None,
         "trainable_parameters": sum(int(np.prod(v.shape)) for v in model.trainable_variables),
         "parameters": int(model.count_params()),
         "forward_flops": flops,
@@ -65,7 +70,7 @@ def render(result: dict) -> str:
     ]
     for row in result["models"]:
         lines.append(
-            f"| {row['model']} | {row['image_size'] or TEXT_INPUT} | "
+            f"| {row['model']} | {row['image_size'] or row['text_input']} | "
             f"{row['trainable_parameters']:,} | "
             f"{row['parameters']:,} | {row['forward_flops'] / 1e9:.2f} | "
             f"{row['multiply_adds'] / 1e6:,.0f} |"

@@ -23,8 +23,9 @@ DETECTOR_MARKS = [pytest.mark.longest, pytest.mark.xdist_group("detector_targets
 # TensorFlow's combined NMS, which Mask R-CNN's default recipe proposes with on CPU, has no XLA
 # kernel: its XLA check compiles the padded NMS of the TPU recipes instead.
 XLA_PARAMS = {"mask_rcnn": ("mask_rcnn.proposal_nms = 'padded'",)}
-# BERT's pretraining run is also where its fine-tuning starts: tests/bert/test_targets.py.
-CHAINED = {"bert"}
+# BERT's pretraining run is also where its fine-tuning starts: tests/bert/test_targets.py; the
+# Transformer's run is also what its export and BLEU checks read: tests/transformer.
+CHAINED = {"bert", "transformer"}
 TARGET_RUNS = [
     pytest.param(family, marks=DETECTOR_MARKS if family in DETECTORS else [])
     for family in FAMILIES
@@ -34,7 +35,7 @@ TARGET_RUNS = [
 
 def test_every_family_is_checked():
     families = {"amoebanet", "bert", "efficientnet", "inception", "mnasnet", "mobilenet"}
-    families |= {"retinanet", "mask_rcnn", "object_detection"}
+    families |= {"retinanet", "mask_rcnn", "object_detection", "transformer"}
     assert families <= set(FAMILIES)
 
 

@@ -46,14 +46,19 @@ SCALED_CLASSIFIERS = {
     *(f"efficientnet_b{i}" for i in range(1, 8)),
     *(f"resnet{depth}" for depth in (18, 34, 101, 152, 200)),
     *(f"bert_{size}" for size in ("mini", "small", "medium", "base", "large")),  # bert_tiny's
+    "transformer_base",  # and transformer_tiny's
+    "transformer_big",
 }
-# BERT's step: random pairs of 16 tokens over a 100-token vocabulary (MaskedLMTask's synthetic
-# input reads no data).
-TINY_TEXT = (
-    "MaskedLMTask.vocab_size = 100",
-    "pretraining_input.seq_length = 16",
-    "pretraining_input.max_predictions_per_seq = 4",
-)
+# Text models' steps: random sequences of 16 tokens over a 100-token vocabulary (their tasks'
+# synthetic input reads no data).
+TINY_TEXT = {
+    "bert": (
+        "MaskedLMTask.vocab_size = 100",
+        "pretraining_input.seq_length = 16",
+        "pretraining_input.max_predictions_per_seq = 4",
+    ),
+    "transformer": ("TranslationTask.vocab_size = 100", "translation_input.max_length = 16"),
+}
 
 
 def _step_names() -> list[str]:
@@ -133,13 +138,17 @@ def test_full_size_parameter_count(name, figure):
 
 
 def _check_text_model(name: str, figure: registry.PublishedCount | None) -> None:
-    """BERT at its defaults (30,522 tokens, 512 positions): its heads' logits and its count."""
+    """BERT at its defaults (30,522 tokens, 512 positions): its heads' logits; the Transformer
+    at the paper's 37,000 shared tokens: its target logits; and their counts."""
     model = registry.create_model(name, **(figure.config if figure else {}))
     ids = tf.zeros([2, 8], tf.int32)
-    features = {k: ids for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    outputs = model({**features, "masked_lm_positions": ids[:, :3]})
-    assert outputs["masked_lm"].shape == (2, 3, 30522)
-    assert outputs["next_sentence"].shape == (2, 2)
+    if registry.model_entry(name).family == "transformer":
+        assert model({"inputs": ids + 1, "targets": ids + 1}).shape == (2, 8, 37000)
+    else:
+        features = {k: ids for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        outputs = model({**features, "masked_lm_positions": ids[:, :3]})
+        assert outputs["masked_lm"].shape == (2, 3, 30522)
+        assert outputs["next_sentence"].shape == (2, 2)
     if figure is not None:
         measured = registry.count_parameters(model, figure.counting)
         assert figure.admits(measured), f"{measured:,} vs {figure.figure} ({figure.source})"
@@ -176,7 +185,7 @@ def test_one_training_step_on_tiny_input(name, _eagerly):
     entry = registry.model_entry(name)
     size = max(TINY["image_size"], entry.min_image_size)
     if entry.image_size is None:
-        gin.parse_config(TINY_TEXT)
+        gin.parse_config(TINY_TEXT[entry.family])
     elif entry.task in DETECTION_TASKS:  # the built-in scenes' own classes
         gin.parse_config([f"detection_input.image_size = {size}"])
     else:

@@ -23,6 +23,13 @@ COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
 # BERT's published recipes: Wikipedia/BooksCorpus records given with --data_dir.
 BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" not in r]
 SQUAD = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" in r]
+# The Transformer's published recipes: WMT English-German records given with --data_dir.
+TRANSLATION = [r for r in RECIPES if r.startswith("transformer/") and r.endswith("_wmt.gin")]
+# Vaswani et al. 2017, Table 3: (layers a stack, width, feed-forward width, heads, dropout).
+PAPER_TRANSFORMERS = {
+    "transformer_base": (6, 512, 2048, 8, 0.1),
+    "transformer_big": (6, 1024, 4096, 16, 0.3),
+}
 TPU_SLICES = sorted(p.name for p in (registry.CONFIGS_DIR / "slices").glob("v3-*.gin"))
 
 
@@ -47,7 +54,8 @@ def test_every_family_has_a_default_and_a_real_dataset_recipe():
     assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        assert any(r.startswith(f"{family}/") for r in IMAGENET + COCO + BERT_PUBLISHED), family
+        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION
+        assert any(r.startswith(f"{family}/") for r in published), family
 
 
 @pytest.mark.parametrize("recipe", COCO)
@@ -101,3 +109,38 @@ def test_squad_recipe_is_the_papers_fine_tuning_with_an_f1_target(recipe):
     assert task.input.seq_length == 384 and batch == 32 and task.primary_metric == "f1"
     settings = TrainSettings()
     assert settings.target_metric == "f1" and 0.88 <= settings.target_value <= 0.91
+
+
+@pytest.mark.parametrize("recipe", TRANSLATION)
+def test_translation_recipe_is_a_papers_transformer_with_a_bleu_target_and_a_token_batch(recipe):
+    alone, batch = _resolved([recipe])
+    assert _resolved([recipe, "slices/v3-128.gin"]) == (alone, 16384)
+    spec = RunSpec().check()
+    # The variant's builder arguments (no weights built); the recipe binds dropout with gin.
+    arguments = registry.model_entry(spec.model).arguments({})
+    arguments["dropout_rate"] = gin.query_parameter("transformer.dropout_rate")
+    layers, width, inner, heads, dropout = PAPER_TRANSFORMERS[spec.model]
+    sizes = ("num_layers", "hidden_size", "inner_size", "num_heads")
+    assert tuple(arguments[name] for name in sizes) == (layers, width, inner, heads)
+    mlperf = "mlperf" in recipe  # MLPerf's big Transformer keeps Tensor2Tensor's base dropout
+    assert arguments["dropout_rate"] == (0.1 if mlperf else dropout)
+    assert gin.query_parameter("transformer.extra_decode_length") == 50  # source + 50 tokens
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    assert task.primary_metric == "bleu"
+    assert (task.beam_size, task.alpha, task.label_smoothing) == (4, 0.6, 0.1)
+    settings = TrainSettings()
+    targets = {"transformer_base": 27.3, "transformer_big": 28.4}  # the paper's Table 2
+    assert settings.target_metric == "bleu"
+    assert settings.target_value == (25.0 if mlperf else targets[spec.model])
+    assert settings.evaluations["validation"].split == "test"  # newstest2014
+    # Batches of thousands of tokens, at a rate that batch does not scale: the inverse square
+    # root schedule's peak, d^-0.5 x warmup^-0.5 (the paper), x 2.0 (MLPerf's constant).
+    tokens = batch * task.input.max_length
+    assert tokens >= 32768 and gin.query_parameter("learning_rate.base_batch_size") is None
+    warmup = gin.query_parameter("learning_rate.warmup_steps")
+    peak = (2.0 if mlperf else 1.0) * width**-0.5 * warmup**-0.5
+    assert gin.query_parameter("learning_rate.base_lr") == pytest.approx(peak, rel=1e-3)
+    assert gin.query_parameter("learning_rate.decay") == "rsqrt"
+    if mlperf:  # the submission's static [rows, 256] shape, whole rows a replica on v3-32
+        assert task.input.max_length == 256 and task.input.bucket_lengths == (256,)
+        assert batch % 32 == 0

@@ -73,6 +73,12 @@ def _add_mfu(side: dict, peak: float) -> None:
     side["mfu"] = None if flops is None else side["examples_per_s"] * flops / peak
 
 
+def _add_tokens(side: dict, tokens_per_batch: int | None) -> None:
+    """tokens/s (padded, a side) from examples/s where the family counts tokens, else None."""
+    per_example = None if tokens_per_batch is None else tokens_per_batch / FLAGS.batch
+    side["tokens_per_s"] = None if per_example is None else side["examples_per_s"] * per_example
+
+
 def _comparison(mine: dict, anchor: dict | None, note: str) -> dict:
     """The ratio of ours to the anchor and whether their sizes match, or why there is none."""
     if anchor is None:
@@ -98,11 +104,14 @@ def run_training(recipe: Recipe, strategy: tf.distribute.Strategy) -> dict:
         anchor = model_garden.measure_anchor(trainer, FLAGS.precision, strategy, warmup, steps)
     peaks.append(_peak("after"))
     peak = max(peaks, key=lambda p: p["flops_per_s"])
+    tokens = ours.tokens_per_batch(recipe, trainer)
     for side in filter(None, (mine, anchor)):
         _add_mfu(side, peak["flops_per_s"])
+        _add_tokens(side, tokens)
     return {
         **_header(recipe, strategy),
         "mode": "training",
+        "tokens_per_batch": tokens,
         "input": f"synthetic ({SYNTHETIC_INPUT}): {ours.describe_synthetic_input(trainer.task)}",
         "flops_method": measure.FLOPS_METHOD,
         "peak_flops_per_s": peak["flops_per_s"],

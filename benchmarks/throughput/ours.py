@@ -21,6 +21,9 @@ from models.core.trainer import Trainer, build_training_state
 # these values do not change the work of a step.
 NOMINAL_STEPS_PER_EPOCH = 1000
 NOMINAL_TOTAL_STEPS = 100_000
+# Families whose throughput is also counted in tokens: their examples are sentence pairs padded
+# to a length (translation's B x max_length tokens a batch).
+TOKEN_FAMILIES = ("transformer",)
 
 
 def nominal_plan(global_batch_size: int) -> StepPlan:
@@ -75,6 +78,18 @@ def flops_per_example(models: Models, task: Task) -> int | None:
     if not isinstance(features, dict):
         return None
     return measure.training_flops_per_example(model, features)
+
+
+def tokens_per_batch(recipe: Recipe, trainer: Trainer) -> int | None:
+    """Padded tokens a side of one global synthetic batch (replicas x rows x length of its
+    "targets") for the families in TOKEN_FAMILIES; None for the others."""
+    if recipe.family not in TOKEN_FAMILIES:
+        return None
+    replicas = trainer.strategy.num_replicas_in_sync
+    context = tf.distribute.InputContext(num_replicas_in_sync=replicas)
+    spec = trainer.task.synthetic_inputs(trainer.global_batch_size, context).element_spec
+    rows, length = spec["targets"].shape.as_list()
+    return replicas * rows * length
 
 
 def measure_ours(trainer: Trainer, recipe: Recipe, warmup_steps: int, steps: int) -> dict:

@@ -23,6 +23,25 @@ def _preamble(result: dict) -> list[str]:
     ]
 
 
+def _tokens(result: dict) -> list[str]:
+    """What tokens/s counts, where the family counts tokens."""
+    tokens = result.get("tokens_per_batch")
+    if tokens is None:
+        return []
+    per_example = tokens / result["global_batch_size"]
+    return [
+        f"tokens/s: examples/s x {per_example:g} tokens an example (a synthetic global batch "
+        f"of {result['global_batch_size']:,} holds {tokens:,} tokens a side, padding included)"
+    ]
+
+
+def _tokens_cell(result: dict, side: dict) -> str:
+    """The tokens/s cell, where the family counts tokens; none otherwise."""
+    if result.get("tokens_per_batch") is None:
+        return ""
+    return f" {format_number(side['tokens_per_s'])} |"
+
+
 def _flops_cells(side: dict) -> str:
     flops = side["flops_per_example"]
     gflops = "-" if flops is None else f"{flops / 1e9:.2f} G"
@@ -46,8 +65,9 @@ def _comparison(result: dict) -> list[str]:
     if anchor is None:
         return [result["anchor_note"]]
     match = "match" if result["params_match"] else "DIFFER"
+    rates = "examples/s" if result.get("tokens_per_batch") is None else "examples/s, tokens/s"
     return [
-        f"ratio ours / anchor (examples/s): {result['ratio_ours_to_anchor']:.3f}",
+        f"ratio ours / anchor ({rates}): {result['ratio_ours_to_anchor']:.3f}",
         f"parameter counts {match}: {ours['params']:,} vs {anchor['params']:,}",
         *_xla_note(ours, anchor),
     ]
@@ -55,20 +75,24 @@ def _comparison(result: dict) -> list[str]:
 
 def render_training(result: dict) -> str:
     """Markdown table: ours (and the anchor), then peak, comparison and methods."""
+    tokens = result.get("tokens_per_batch") is not None
     rows = [
-        "| | examples/s | ms/step | FLOPs/example | MFU | params | XLA |",
-        "|---|---|---|---|---|---|---|",
+        f"| | examples/s |{' tokens/s |' if tokens else ''} ms/step | FLOPs/example | MFU "
+        "| params | XLA |",
+        f"|---|---|{'---|' if tokens else ''}---|---|---|---|---|",
     ]
     for side in _sides(result):
         rows.append(
-            f"| {side['name']} | {format_number(side['examples_per_s'])} "
-            f"| {format_number(side['ms_per_step'])} | {_flops_cells(side)} "
+            f"| {side['name']} | {format_number(side['examples_per_s'])} |"
+            f"{_tokens_cell(result, side)} {format_number(side['ms_per_step'])} "
+            f"| {_flops_cells(side)} "
             f"| {side['params']:,} | {'on' if side['xla'] else 'off'} |"
         )
     footer = [
         "",
         f"device peak: {result['peak_flops_per_s'] / 1e9:,.1f} GFLOP/s ({result['peak_method']})",
         *_comparison(result),
+        *_tokens(result),
         f"FLOPs: {result['flops_method']}",
         f"input: {result['input']}",
     ]

@@ -17,7 +17,7 @@ from models.core.cluster import is_chief, is_multi_worker
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
-from models.core.predict import predict_image
+from models.core.predict import predict_image, predict_text
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.service_watch import DispatcherWatch
@@ -48,6 +48,7 @@ class RunOptions:
     tf_data_service: str | None = None
     tf_data_service_timeout_s: float = 300.0
     image: str | None = None  # --mode=predict
+    text: str | None = None  # --mode=predict --input
     output: str | None = None
 
 
@@ -193,7 +194,12 @@ class Experiment:
             return {}
         return {
             name: Evaluator(
-                self.task, self.strategy, self.state, evaluation, self.settings.jit_compile
+                self.task,
+                self.strategy,
+                self.state,
+                evaluation,
+                self.settings.jit_compile,
+                self.options.model_dir if self.chief else None,
             )
             for name, evaluation in self.plan.evaluations.items()
         }
@@ -288,7 +294,10 @@ class Experiment:
         for average in self.averages.values():  # export what evaluation measures
             average.swap(self.strategy)
         if mode == "predict":
-            return predict_image(self.task, self.models, self.options.image, self.options.output)
+            options = self.options
+            if options.text:
+                return predict_text(self.task, self.models, options.text, options.output)
+            return predict_image(self.task, self.models, options.image, options.output)
         step = int(self.global_step.numpy())
         export_root = self.options.model_dir if self.chief else self.checkpoint_dir
         return {"export_dir": export_saved_model(self.task, self.models, export_root, step)}

@@ -30,7 +30,15 @@ def _define() -> None:
     flags.DEFINE_multi_string("gin_bindings", [], "Alias of --gin_param.")
     flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to run.")
     flags.DEFINE_string("image", None, "--mode=predict: the JPEG to run the model on.")
-    flags.DEFINE_string("output", None, "--mode=predict: the PNG to draw the prediction into.")
+    flags.DEFINE_string(
+        "input", None, "--mode=predict: a UTF-8 text file, one input a line (e.g. to translate)."
+    )
+    flags.DEFINE_string(
+        "output",
+        None,
+        "--mode=predict: the PNG to draw --image's prediction into, or the text file for "
+        "--input's predictions (default: stdout).",
+    )
     flags.DEFINE_string("tpu", None, "TPU name, grpc://address, or 'local'. Implies TPUStrategy.")
     flags.DEFINE_string(
         "slice", None, "Device slice: cpu-N (N logical CPUs, mirrored), gpu-N, or a TPU slice name."

@@ -90,7 +90,7 @@ def run_from_flags(family: str) -> dict:
     if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
         raise UsageError("--data_dir is empty")
     if FLAGS.mode == "predict":
-        check_paths(FLAGS.image, FLAGS.output)
+        check_paths(FLAGS.image, FLAGS.output, FLAGS.input)
     files = FLAGS.gin_file or [f"{family}/default.gin"]
     bindings = FLAGS.gin_param + FLAGS.gin_bindings
     gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
@@ -117,6 +117,7 @@ def run_from_flags(family: str) -> dict:
         tf_data_service=_data_service_address(FLAGS.tf_data_service),
         tf_data_service_timeout_s=FLAGS.tf_data_service_timeout_s,
         image=FLAGS.image,
+        text=FLAGS.input,
         output=FLAGS.output,
     )
     training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)

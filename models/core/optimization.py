@@ -41,12 +41,13 @@ def learning_rate(
     """Peak lr = base_lr x global_batch / base_batch_size (linear scaling; `scaling = "sqrt"`:
     x its square root, as the LAMB paper scales Adam-type rates; None keeps base_lr),
     linear warmup (steps, epochs or examples; none: no warmup), then cosine, polynomial, step
-    (at boundaries_steps or boundaries_epochs) or exponential decay.
+    (at boundaries_steps or boundaries_epochs), exponential or inverse-square-root decay.
 
     cosine/poly/step start after the warmup. exponential is x decay_factor every decay_steps
     or decay_epochs (staircase) counted from step 0, as TF1's exponential_decay in the TPU
     references and Model Garden's `exponential`; the warmup ramps to that schedule's value at
-    its end."""
+    its end. rsqrt is the Transformer's inverse square root: peak x sqrt(warmup / step) after
+    the warmup (Vaswani et al. 2017, Section 5.3, with peak d^-0.5 x warmup^-0.5)."""
     peak, warmup = peak_and_warmup(
         plan, base_lr, base_batch_size, warmup_steps, warmup_epochs, warmup_examples, scaling
     )
@@ -61,6 +62,11 @@ def learning_rate(
         schedule = tf_keras.optimizers.schedules.PiecewiseConstantDecay(bounds, values)
     elif decay == "constant":
         return lr_schedule.LinearWarmup(peak, warmup, 0.0) if warmup > 0 else peak
+    elif decay == "rsqrt":
+        if warmup <= 0:
+            raise UsageError("learning_rate.decay='rsqrt' needs a warmup (its peak's step)")
+        schedule = lr_schedule.DirectPowerDecay(peak * warmup**0.5, -0.5)
+        return lr_schedule.LinearWarmup(schedule, warmup, 0.0)
     elif decay == "exponential":
         names = ("learning_rate.decay_steps", "learning_rate.decay_epochs", "-")
         every = plan.clock.steps(names, decay_steps, decay_epochs, None)
@@ -72,7 +78,7 @@ def learning_rate(
         return lr_schedule.LinearWarmup(schedule, warmup, 0.0) if warmup > 0 else schedule
     else:
         raise UsageError(
-            f"learning_rate.decay='{decay}': use cosine, poly, step, exponential or constant"
+            f"learning_rate.decay='{decay}': use cosine, poly, step, exponential, rsqrt or constant"
         )
     if warmup <= 0:
         return schedule

@@ -1,7 +1,11 @@
-"""`--mode=predict --image=a.jpg --output=a.png`: the restored model's prediction on one image,
-drawn by the task and written as a PNG, so that a user can look at what the model sees."""
+"""`--mode=predict`: the restored model on a user's own input, so that a user can see what the
+model does. Images: `--image=a.jpg --output=a.png`, the prediction drawn by the task into a PNG.
+Text: `--input=file.txt [--output=out.txt]`, one prediction a line for each input line (a
+translation), written to --output or printed."""
 
 from __future__ import annotations
+
+import sys
 
 import tensorflow as tf
 
@@ -10,14 +14,26 @@ from models.core.files import write_atomically
 from models.core.task import Models, Task
 
 
-def check_paths(image: str | None, output: str | None) -> None:
-    """UsageError unless --image names a readable file and --output is given."""
+def check_paths(image: str | None, output: str | None, text: str | None = None) -> None:
+    """UsageError unless exactly one of --image / --input names a readable file, and an image
+    has a PNG --output."""
+    if image and text:
+        raise UsageError("--mode=predict takes --image (a picture) or --input (text), not both")
+    if text:
+        _check_file(text, "--input")
+        return
     if not image or not output:
-        raise UsageError("--mode=predict needs --image=FILE.jpg and --output=FILE.png")
-    if not tf.io.gfile.exists(image) or tf.io.gfile.isdir(image):
-        raise UsageError(f"--image={image}: no such file")
+        raise UsageError(
+            "--mode=predict needs --image=FILE.jpg and --output=FILE.png (or --input=FILE.txt)"
+        )
+    _check_file(image, "--image")
     if not output.lower().endswith(".png"):
         raise UsageError(f"--output={output}: the drawing is a PNG; name it <something>.png")
+
+
+def _check_file(path: str, flag: str) -> None:
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        raise UsageError(f"{flag}={path}: no such file")
 
 
 def predict_image(task: Task, models: Models, image: str, output: str) -> dict[str, str]:
@@ -32,3 +48,21 @@ def predict_image(task: Task, models: Models, image: str, output: str) -> dict[s
         raise UsageError(f"--image={image}: cannot decode it: {first_line(error)}") from None
     write_atomically(output, tf.io.encode_png(drawing).numpy())
     return {"output": output, "prediction": summary}
+
+
+def predict_text(task: Task, models: Models, text: str, output: str | None) -> dict[str, str]:
+    """The task's prediction for each line of the UTF-8 file `text`, one a line, into `output`
+    (written whole, atomically) or, without one, onto stdout."""
+    try:
+        with tf.io.gfile.GFile(text, "rb") as f:
+            lines = f.read().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--input={text}: not UTF-8 text ({error.reason})") from None
+    predictions = task.predict_lines(models, lines)
+    written = "".join(f"{line}\n" for line in predictions)
+    if output:
+        write_atomically(output, written)
+    else:
+        sys.stdout.write(written)
+        sys.stdout.flush()
+    return {"output": output or "stdout", "lines": str(len(predictions))}

@@ -15,6 +15,8 @@ A task owns its models, inputs, per-replica train and eval steps and metrics:
 - Evaluations are named (`train.evaluations`); the steps receive the `EvalPlan` being run
   and branch on its `kind`. Metrics of an evaluation not named `validation` are reported
   as `<name>/<metric>`.
+- Before `reduce_aggregated_logs`, core sets `task.eval_run`: the step evaluated and the folder
+  where the evaluation may write what a person should read (translations, sample grids).
 - `lower_is_better` names the metrics whose targets are reached from above (WER, FID).
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import tensorflow as tf
@@ -35,6 +38,15 @@ Models = dict[str, tf_keras.Model]
 Optimizers = dict[str, tf_keras.optimizers.Optimizer]
 
 
+@dataclass(frozen=True)
+class EvalRun:
+    """The evaluation being reduced: the training step it evaluates and the folder for files
+    it writes for people to read (model_dir/evaluations/<name>; None on non-chief workers)."""
+
+    step: int
+    directory: str | None
+
+
 class Task(abc.ABC):
     """Base class of every family's task; core calls `Task(model=..., data_dir=..., seed=...)`
     with the recipe's `run.model` (a registered variant name)."""
@@ -46,6 +58,8 @@ class Task(abc.ABC):
     #: (low, high) of metrics whose last name part ends with the key; a target outside it can
     #: never be reached (accuracies, F1, mAP are fractions here, not percentages).
     metric_ranges: dict[str, tuple[float, float]] = {"accuracy": (0.0, 1.0)}
+    #: Set by core before each `reduce_aggregated_logs`.
+    eval_run: EvalRun | None = None
 
     @abc.abstractmethod
     def build_models(self) -> Models:
@@ -126,6 +140,11 @@ class Task(abc.ABC):
         """(the image with the model's prediction drawn on it, uint8 [H, W, 3]; a one-line
         summary) for `--mode=predict`; tasks that can show a prediction override it."""
         raise UsageError(f"--mode=predict: {type(self).__name__} does not draw predictions")
+
+    def predict_lines(self, models: Models, lines: list[str]) -> list[str]:
+        """One prediction a line for `--mode=predict --input=FILE` (a translation); tasks that
+        read text override it."""
+        raise UsageError(f"--mode=predict: {type(self).__name__} does not read --input text")
 
     def serving_signatures(self, models: Models) -> dict[str, tf.types.experimental.Function]:
         """tf.functions to export as SavedModel signatures; empty means export unsupported."""

@@ -16,7 +16,7 @@ from models.core import optimization
 from models.core.ema import WeightAverage, build_averages
 from models.core.errors import UsageError
 from models.core.settings import EvalPlan, StepPlan
-from models.core.task import Models, Optimizers, Task
+from models.core.task import EvalRun, Models, Optimizers, Task
 
 Averages = dict[str, WeightAverage]
 SYNTHETIC = "synthetic"
@@ -222,9 +222,11 @@ class Evaluator(orbit.StandardEvaluator):
         state: TrainingState,
         evaluation: EvalPlan,
         jit_compile: bool = False,
+        output_dir: str | None = None,
     ):
         self.task, self.strategy, self.models = task, strategy, state.models
-        self.evaluation = evaluation
+        self.evaluation, self.global_step = evaluation, state.global_step
+        self.output_dir = output_dir and f"{output_dir}/evaluations/{evaluation.name}"
         self.averages = state.averages
         with strategy.scope():
             self.metrics = task.build_metrics(training=False, evaluation=evaluation)
@@ -264,5 +266,6 @@ class Evaluator(orbit.StandardEvaluator):
         for average in self.averages.values():
             average.swap(self.strategy)
         logs = {m.name: float(m.result()) for m in self.metrics}
+        self.task.eval_run = EvalRun(int(self.global_step.numpy()), self.output_dir)
         logs.update(self.task.reduce_aggregated_logs(state, self.evaluation))
         return {self.evaluation.metric_name(name): value for name, value in logs.items()}

@@ -5,15 +5,16 @@ shared SentencePiece model (sentencepiece.model, as Model Garden's translation t
 sequence ended by the model's end-of-sequence id (dataset_info.json's `eos_id`; 1 in a model the
 converter learns) and padded with id 0, which the model masks.
 
-Training batches count tokens, as Google's Transformer recipes (Tensor2Tensor, Model Garden)
-do: `global_batch_size` is the tokens of a global batch. Pairs of similar length share a bucket
-(the longer side decides); bucket k's batches have the static shape [tokens // L_k, L_k], both
-sides padded to the bucket's length L_k (tf.data's pad-to-bucket-boundary), so XLA compiles one
-program per bucket; `bucket_lengths = ()` pads every batch to max_length: one shape, Model
-Garden's `static_batch`, for TPUs. (Model Garden's own WMTDataLoader pads a bucket's batch to
-its longest pair, a shape per batch, or everything to max_length.) Evaluation batches hold
-`global_batch_size` pairs padded to max_length: every pair once, then padding pairs of
-unique_id -1 (static shapes).
+Training batches hold a budget of tokens, as Google's Transformer recipes (Tensor2Tensor, Model
+Garden) do: a batch of B holds B x max_length padded tokens a side, the tokens of B pairs of the
+longest length (so slices and recipes count batches as every family does, and a TPU's one static
+shape [B, max_length] is B pairs: MLPerf's sentence batches). Pairs of similar length share a bucket
+(the longer side decides); bucket k's batches have the static shape [B x max_length // L_k, L_k],
+both sides padded to the bucket's length L_k (tf.data's pad-to-bucket-boundary), so XLA compiles one
+program per bucket; `bucket_lengths = ()` pads every batch to max_length: one shape, Model Garden's
+`static_batch`, for TPUs. (Model Garden's own WMTDataLoader pads a bucket's batch to its longest
+pair, a shape per batch, or everything to max_length.) Evaluation batches hold `global_batch_size`
+pairs padded to max_length: every pair once, then padding pairs of unique_id -1 (static shapes).
 
 A batch is {"inputs", "targets": int32 [batch, length]; "input_mask", "target_mask": 1 on
 tokens, 0 on padding}; evaluation's also "unique_id" [batch], which indexes the raw source and
@@ -227,8 +228,8 @@ class TranslationInput(DataFolder):
         seed: int | None = None,
     ) -> tf.data.Dataset:
         """Batched pairs of this input pipeline: training endless, shuffled and bucketed by
-        length (global_batch_size counts tokens), evaluation every pair once and then padding
-        pairs (global_batch_size counts pairs)."""
+        length (a batch of B: B x max_length tokens), evaluation every pair once and then
+        padding pairs (B pairs)."""
         files = self.files(split)
         per_replica = per_replica_batch(global_batch_size, input_context)
         training = split == "train"
@@ -241,7 +242,7 @@ class TranslationInput(DataFolder):
         )
         pairs = pairs.unbatch().map(_dense, num_parallel_calls=_AUTOTUNE)
         if training:
-            batches = self._token_batches(pairs, per_replica)
+            batches = self._token_batches(pairs, per_replica * self.max_length)
         else:
             padding = {"inputs": [], "targets": [], UNIQUE_ID: PAD_ID}
             pairs = pairs.concatenate(tf.data.Dataset.from_tensors(_int32(padding)).repeat())
@@ -284,11 +285,6 @@ class TranslationInput(DataFolder):
         by bucket."""
         lengths = self.bucket_lengths
         sizes = [tokens // length for length in lengths]
-        if sizes[-1] < 1:
-            raise UsageError(
-                f"a batch of {tokens} tokens a replica holds no pair of {lengths[-1]} tokens; "
-                f"the global batch (in tokens) must be at least {lengths[-1]} x replicas"
-            )
         max_length = self.max_length
 
         def longer_side(pair: dict[str, tf.Tensor]) -> tf.Tensor:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
+import gin
 import pytest
 from zoo_testing import PYTHON, REPO
 
@@ -19,7 +21,12 @@ PUBLISHED = REFERENCE.read_text() if REFERENCE.exists() else None
 
 
 # The reference's name of each family that official/ reproduces.
-MODELS = {"resnet": "ResNet-50", "mask_rcnn": "Mask R-CNN", "object_detection": "SSD"}
+MODELS = {
+    "resnet": "ResNet-50",
+    "mask_rcnn": "Mask R-CNN",
+    "object_detection": "SSD",
+    "transformer": "Transformer",
+}
 
 
 @pytest.fixture()
@@ -49,7 +56,7 @@ def test_there_is_a_recipe_per_published_row_of_each_reproduced_model(published)
     # a row without its global batch (v0.5's SSD on v3-32) names no recipe to reproduce
     wanted = {row for row in published if row[1] in MODELS.values() and row[3].isdigit()}
     assert {_row(reproduce.read_header(path)) for path in RECIPES} == wanted
-    assert len(RECIPES) == 19  # 9 ResNet-50, 3 Mask R-CNN, 7 SSD
+    assert len(RECIPES) == 25  # 9 ResNet-50, 3 Mask R-CNN, 7 SSD, 6 Transformer
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
@@ -72,6 +79,21 @@ def test_a_target_the_recipe_does_not_also_reach_is_reported(tmp_path):
     reproduce.resolve(bad, header)
     problems = reproduce.check_matches(bad, header)
     assert problems == ["train.also_reach {'mask_AP': 0.3} != published {'mask_AP': 0.339}"]
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in RECIPES if p.stem.startswith("transformer_")], ids=lambda p: p.stem
+)
+def test_transformer_peak_rate_is_its_published_constant(path: Path):
+    # Tensor2Tensor's rate: constant x min(1, step/warmup) x rsqrt(max(step, warmup)) x d^-0.5,
+    # which peaks at constant x warmup^-0.5 x 1024^-0.5 (Transformer big).
+    header = reproduce.read_header(path)
+    reproduce.resolve(path, header)
+    constant = float(re.search(r"lr ([\d.]+)", header["optimizer"]).group(1))
+    warmup = int(re.search(r"(\d+) warmup steps", header["optimizer"]).group(1))
+    assert gin.query_parameter("learning_rate.warmup_steps") == warmup
+    peak = constant * warmup**-0.5 * 1024**-0.5
+    assert gin.query_parameter("learning_rate.base_lr") == pytest.approx(peak, rel=1e-3)
 
 
 def test_mismatched_batch_is_reported(tmp_path):

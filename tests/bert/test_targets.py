@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from family_checks import check_reaches_target
 from official.nlp.tools import squad_evaluate_v1_1
-from zoo_testing import PYTHON, run_model
+from zoo_testing import run_model, serve_fresh
 
 from models.data import builtin
 
@@ -29,32 +28,11 @@ def _export(model_dir, *args: str, env: dict) -> str:
     return re.search(r"exported SavedModel to (\S+)", result.stdout).group(1)
 
 
-def _serve(export_dir: str, inputs: dict[str, list[str]], env: dict) -> dict:
-    """The SavedModel's answers to `inputs`, from a process that imports no project code."""
-    # The inputs go through stdin: thousands of contexts would pass the kernel's argument limit.
-    script = f"""
-import json, sys, tensorflow as tf, tensorflow_text
-serve = tf.saved_model.load({export_dir!r}).signatures["serving_default"]
-out = serve(**{{k: tf.constant(v, tf.string) for k, v in json.load(sys.stdin).items()}})
-print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}, default=bytes.decode))
-"""
-    result = subprocess.run(
-        [PYTHON, "-c", script],
-        input=json.dumps(inputs),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.target
 def test_pretrains_to_target_then_fine_tunes_from_it_to_targets(tmp_path, cli_env):
     pretrained, glosses, squad = (tmp_path / name for name in ("pretrained", "glosses", "squad"))
     check_reaches_target("bert", pretrained, cli_env)
-    answers = _serve(
+    answers = serve_fresh(
         _export(pretrained, env=cli_env),
         {"text": ["Return the [MASK] of the list.", "[MASK] [MASK] is", "nothing masked"]},
         cli_env,
@@ -75,7 +53,7 @@ def test_pretrains_to_target_then_fine_tunes_from_it_to_targets(tmp_path, cli_en
     dev = Path(builtin.prepare("wordnet_glosses"), "dev.tsv").read_text().splitlines()[1:2001]
     definitions, labels = zip(*(line.split("\t") for line in dev), strict=True)
     export = _export(glosses, FINE_TUNING, env=cli_env)
-    answers = _serve(export, {"sentence": list(definitions)}, cli_env)
+    answers = serve_fresh(export, {"sentence": list(definitions)}, cli_env)
     assert [len(row) for row in answers["probabilities"]] == [26] * len(labels)
     right = sum(ours == truth for ours, truth in zip(answers["labels"], labels, strict=True))
     assert right / len(labels) >= 0.45
@@ -93,6 +71,6 @@ def test_pretrains_to_target_then_fine_tunes_from_it_to_targets(tmp_path, cli_en
     ]
     ids, question, context = (list(column) for column in zip(*questions, strict=True))
     export = _export(squad, QUESTION_ANSWERING, env=cli_env)
-    answers = _serve(export, {"question": question, "context": context}, cli_env)["answer"]
+    answers = serve_fresh(export, {"question": question, "context": context}, cli_env)["answer"]
     scores = squad_evaluate_v1_1.evaluate(dev["data"], dict(zip(ids, answers, strict=True)))
     assert scores["final_f1"] >= 0.5, scores

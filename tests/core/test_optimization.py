@@ -145,3 +145,24 @@ def test_square_root_scaling_and_an_unknown_rule():
     gin.parse_config(['learning_rate.scaling = "cubic"'])
     with pytest.raises(UsageError, match="learning_rate.scaling='cubic': use linear or sqrt"):
         optimization.learning_rate(plan(10, 100, 256))
+
+
+def test_inverse_square_root_decay_is_the_transformers_rate():
+    """lr = d^-0.5 x min(step^-0.5, step x warmup^-1.5) (Vaswani et al. 2017, 5.3): the
+    recipe's base_lr is its peak, d^-0.5 x warmup^-0.5."""
+    d, warmup = 512, 4000
+    gin.parse_config(
+        [
+            f"learning_rate.base_lr = {d**-0.5 * warmup**-0.5}",
+            "learning_rate.base_batch_size = None",
+            f"learning_rate.warmup_steps = {warmup}",
+            'learning_rate.decay = "rsqrt"',
+        ]
+    )
+    schedule = optimization.learning_rate(plan(None, 100000, 64))
+    for step in (100, 2000, 4000, 9000, 100000):
+        paper = d**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert _lr(schedule, step) == pytest.approx(paper, rel=1e-5)
+    gin.parse_config(["learning_rate.warmup_steps = None"])
+    with pytest.raises(UsageError, match="'rsqrt' needs a warmup"):
+        optimization.learning_rate(plan(None, 100000, 64))

@@ -10,11 +10,13 @@ from types import ModuleType
 from benchmarks.recipes import Recipe
 from models.core.task import Task
 
-FAMILIES = ("resnet", "retinanet", "bert")  # each a module here: EXPERIMENT and supports()
+# Each a module here: EXPERIMENT, supports() and measure_anchor().
+FAMILIES = ("resnet", "retinanet", "bert", "transformer")
 EXPERIMENTS = {
     "resnet": "resnet_imagenet",
     "retinanet": "retinanet_resnetfpn_coco",
     "bert": "bert/pretraining",
+    "transformer": "wmt_transformer/large",
 }
 NO_ANCHOR = (
     "no anchor: Model Garden's "

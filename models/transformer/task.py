@@ -1,0 +1,214 @@
+"""Translation (Vaswani et al. 2017; Model Garden's translation task): teacher-forced training
+with label smoothing on token batches; evaluation's teacher-forced loss and token accuracy, and
+beam-search translations scored by detokenised, case-sensitive sacreBLEU against the raw
+references, out of the graph, the translations written beside the run for people to read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import gin
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from models import registry
+from models.core.files import write_atomically
+from models.core.task import Models, Task
+from models.data.convert.parallel_text import UNIQUE_ID
+from models.data.translation import PAD_ID, TranslationInput
+
+PREDICT_BATCH = 64  # sentences translated at once by --mode=predict
+
+
+def smoothed_cross_entropy(labels: tf.Tensor, logits: tf.Tensor, smoothing: float) -> tf.Tensor:
+    """Per-token cross-entropy against targets smoothed as Tensor2Tensor and Model Garden do
+    (1 - smoothing on the label, the rest spread over the other tokens), less its minimum, so
+    that a perfect prediction scores 0; float32."""
+    logits = tf.cast(logits, tf.float32)
+    vocab = tf.shape(logits)[-1]
+    off = smoothing / tf.cast(vocab - 1, tf.float32)
+    targets = tf.one_hot(labels, vocab, on_value=1.0 - smoothing, off_value=off)
+    loss = tf.nn.softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    if smoothing == 0:
+        return loss
+    floor = -(1.0 - smoothing) * np.log(1.0 - smoothing) - smoothing * tf.math.log(off)
+    return loss - floor
+
+
+@gin.configurable
+class TranslationTask(Task):
+    """Sentence-pair translation on the parallel-text converter's records (built-in:
+    pg_messages, PostgreSQL's English-German messages). A training batch of B holds B x
+    translation_input.max_length tokens (length-bucketed pairs; B pairs on a TPU's one shape),
+    an epoch the split's tokens; evaluation batches hold B sentence pairs. Metrics: `loss`
+    (unsmoothed cross-entropy a target token, teacher-forced) and `token_accuracy`; evaluations
+    of any kind but "loss" also translate their split with beam search (`beam_size`, length
+    penalty `alpha`; 1 beam: greedy) and report `bleu` (sacreBLEU, 0-100), writing the
+    translations to model_dir/evaluations/<name>/.
+    `vocab_size` None: the data's (set it for synthetic input without data)."""
+
+    primary_metric = "bleu"
+    metric_ranges = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0)}
+
+    def __init__(
+        self,
+        model: str,
+        data_dir: str | None = None,
+        seed: int | None = None,
+        label_smoothing: float = 0.1,
+        beam_size: int = 4,
+        alpha: float = 0.6,
+        vocab_size: int | None = None,
+    ):
+        self.model = model
+        self.input = TranslationInput(data_dir=data_dir)
+        self.seed = seed
+        self.label_smoothing = label_smoothing
+        self.beam_size = beam_size
+        self.alpha = alpha
+        self._vocab_size = vocab_size
+        self._translate = None
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size or self.input.vocab_size()
+
+    def build_models(self) -> Models:
+        return {"model": registry.create_model(self.model, vocab_size=self.vocab_size)}
+
+    def build_inputs(self, split, global_batch_size, input_context):
+        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
+
+    def synthetic_inputs(self, global_batch_size, input_context):
+        """One batch of random pairs of max_length tokens, repeated (no data read)."""
+        rows = input_context.get_per_replica_batch_size(global_batch_size)
+        ids = tf.random.stateless_uniform(
+            [2, rows, self.input.max_length], [self.seed or 0, 0], 2, self.vocab_size, tf.int32
+        )
+        ones = tf.ones_like(ids[0])
+        batch = {"inputs": ids[0], "targets": ids[1], "input_mask": ones, "target_mask": ones}
+        return tf.data.Dataset.from_tensors(batch).repeat()
+
+    def num_examples(self, split: str) -> int:
+        """Training: the split's tokens in pairs of max_length (what a batch counts);
+        evaluation: its pairs."""
+        if split == "train":
+            return -(-self.input.num_tokens(split) // self.input.max_length)
+        return self.input.num_examples(split)
+
+    def validate_data(self, splits: Sequence[str]) -> None:
+        self.input.validate(splits)
+
+    def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
+        accuracy = tf_keras.metrics.SparseCategoricalAccuracy("token_accuracy")
+        return [accuracy] if training else [accuracy, tf_keras.metrics.Mean("loss")]
+
+    def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
+        model = models["model"]
+        weights = tf.cast(inputs["target_mask"], tf.float32)
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            logits = model(_pair(inputs), training=True)
+            per_token = smoothed_cross_entropy(inputs["targets"], logits, self.label_smoothing)
+            loss = tf.reduce_sum(per_token * weights) / tf.reduce_sum(weights)
+            scaled = loss / replicas  # Model Garden's: each replica's token mean, averaged
+        grads = tape.gradient(scaled, model.trainable_variables)
+        optimizers["model"].apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        metrics[0].update_state(inputs["targets"], logits, sample_weight=weights)
+        return {"loss": loss}
+
+    def validation_step(self, inputs, models, metrics, evaluation):
+        model = models["model"]
+        weights = tf.cast(inputs["target_mask"], tf.float32)
+        logits = model(_pair(inputs), training=False)
+        accuracy, loss = metrics
+        accuracy.update_state(inputs["targets"], logits, sample_weight=weights)
+        loss.update_state(smoothed_cross_entropy(inputs["targets"], logits, 0.0), weights)
+        if evaluation.kind == "loss":
+            return {}
+        ids = model.translate(inputs["inputs"], self.beam_size, self.alpha)["outputs"]
+        return {UNIQUE_ID: inputs[UNIQUE_ID], "translation": self._fixed_width(ids, model)}
+
+    def _fixed_width(self, ids: tf.Tensor, model) -> tf.Tensor:
+        """Decoded ids padded to the longest a translation can be, so that every replica's
+        batch has one shape to gather (the search stops when its batch is done)."""
+        width = self.input.max_length + model.get_config()["extra_decode_length"]
+        ids = tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]])
+        return tf.ensure_shape(ids, [None, width])
+
+    def aggregate_logs(self, state, step_outputs, evaluation):
+        """{unique_id: decoded ids} of every real pair (padding pairs dropped)."""
+        state = state if state is not None else {}
+        for uid, ids in zip(step_outputs[UNIQUE_ID], step_outputs["translation"], strict=True):
+            if uid != PAD_ID:
+                state[int(uid)] = ids
+        return state
+
+    def reduce_aggregated_logs(self, state, evaluation) -> dict[str, float]:
+        """sacreBLEU of the split's translations against its references (detokenised,
+        case-sensitive, sacreBLEU's defaults); writes both for inspection."""
+        if state is None:  # a "loss" evaluation
+            return {}
+        import sacrebleu
+
+        _, references = self.input.evaluation_set(evaluation.split)
+        missing = len(references) - len(state)
+        if missing:
+            raise RuntimeError(f"evaluation translated {len(state)} of {len(references)} pairs")
+        translations = self.input.detokenize([state[uid] for uid in range(len(references))])
+        self._write(evaluation.split, translations, references)
+        return {"bleu": sacrebleu.corpus_bleu(translations, [references]).score}
+
+    def _write(self, split: str, translations: list[str], references: list[str]) -> None:
+        """evaluations/<name>/<split>-<step>.<target> and, once, <split>-reference.<target>:
+        `sacrebleu REFERENCE -i TRANSLATIONS` scores them as the run did."""
+        run = self.eval_run
+        if run is None or run.directory is None:
+            return
+        language = self.input.languages[1]
+        tf.io.gfile.makedirs(run.directory)
+        reference = f"{run.directory}/{split}-reference.{language}"
+        if not tf.io.gfile.exists(reference):
+            write_atomically(reference, "".join(f"{line}\n" for line in references))
+        path = f"{run.directory}/{split}-{run.step}.{language}"
+        write_atomically(path, "".join(f"{line}\n" for line in translations))
+
+    def translator(self, models: Models):
+        """A tf.function: [n] source strings -> {"translation": [n] strings, "score": [n]},
+        tokenised, searched (beam_size, alpha) and detokenised in the graph."""
+        import tensorflow_text  # noqa: F401 - registers the tokenizer's ops
+
+        model, tokenizer = models["model"], self.input.tokenizer()
+        eos, length = self.input.eos_id, self.input.max_length
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="source")])
+        def translate(source):
+            ids = tokenizer.tokenize(source)[:, : length - 1]
+            ends = tf.RaggedTensor.from_tensor(tf.fill([ids.nrows(), 1], eos))
+            ids = tf.concat([ids, ends], axis=1).to_tensor(default_value=0)
+            found = model.translate(ids, self.beam_size, self.alpha)
+            outputs = found["outputs"]
+            before_end = tf.cumsum(tf.cast(outputs == eos, tf.int32), axis=1) == 0
+            kept = tf.ragged.boolean_mask(outputs, before_end & (outputs != 0))
+            return {"translation": tokenizer.detokenize(kept), "score": found["scores"]}
+
+        return translate
+
+    def predict_lines(self, models: Models, lines: list[str]) -> list[str]:
+        """The translation of each line (--mode=predict --input=FILE)."""
+        translate = self._translate = self._translate or self.translator(models)
+        found = []
+        for first in range(0, len(lines), PREDICT_BATCH):
+            batch = tf.constant(lines[first : first + PREDICT_BATCH], tf.string)
+            found.extend(text.decode("utf-8") for text in translate(batch)["translation"].numpy())
+        return found
+
+    def serving_signatures(self, models: Models):
+        """Raw source sentences -> their translations and beam scores."""
+        return {"serving_default": self.translator(models)}
+
+
+def _pair(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The model's features: source and target ids (it masks id 0 itself)."""
+    return {"inputs": inputs["inputs"], "targets": inputs["targets"]}

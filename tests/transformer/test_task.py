@@ -1,0 +1,59 @@
+"""TranslationTask's loss and scoring: label smoothing as Model Garden's translation task
+computes it, and the BLEU an evaluation reports equals sacreBLEU's command line on the
+translations and references it writes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from official.nlp.tasks.translation import _padded_cross_entropy_loss
+from zoo_testing import PYTHON
+
+from models.core.settings import EvalPlan
+from models.core.task import EvalRun
+from models.transformer.task import TranslationTask, smoothed_cross_entropy
+
+SACREBLEU = str(Path(PYTHON).parent / "sacrebleu")
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_smoothed_loss_is_model_gardens(smoothing):
+    logits = tf.random.stateless_normal([3, 5, 11], [0, 1])
+    labels = tf.random.stateless_uniform([3, 5], [0, 2], 1, 11, tf.int32)
+    ours = smoothed_cross_entropy(labels, logits, smoothing)
+    theirs, weights = _padded_cross_entropy_loss(logits, labels, smoothing, 11)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+    assert float(tf.reduce_min(weights)) == 1.0
+
+
+def test_bleu_equals_sacrebleus_command_line_on_the_written_files(tmp_path):
+    """Translations: the test split's own references, tokenised, every third cut short and
+    padding pairs mixed in; the score must be what `sacrebleu REF -i OUT` says."""
+    task = TranslationTask(model="transformer_tiny")
+    _, references = task.input.evaluation_set("test")
+    ids = task.input.tokenizer().tokenize(references).to_list()
+    rows = [row[: len(row) // 2] if i % 3 == 0 else row for i, row in enumerate(ids)]
+    width = max(map(len, rows)) + 1
+    padded = np.zeros([len(rows) + 2, width], np.int32)
+    for i, row in enumerate(rows):
+        padded[i, : len(row) + 1] = [*row, task.input.eos_id]
+    outputs = {"unique_id": np.array([*range(len(rows)), -1, -1]), "translation": padded}
+    plan = EvalPlan("validation", "validation", "test", 64, 10, -1)
+    state = task.aggregate_logs(None, outputs, plan)
+    task.eval_run = EvalRun(step=7, directory=str(tmp_path))
+    bleu = task.reduce_aggregated_logs(state, plan)["bleu"]
+    assert 30 < bleu < 95
+    command = [SACREBLEU, str(tmp_path / "test-reference.de"), "-i", str(tmp_path / "test-7.de")]
+    printed = subprocess.run([*command, "-b", "-w", "4"], capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+    assert float(printed.stdout) == pytest.approx(bleu, abs=1e-4)
+
+
+def test_loss_evaluations_translate_nothing():
+    task = TranslationTask(model="transformer_tiny")
+    plan = EvalPlan("loss", "loss", "validation", 64, 10, -1)
+    assert task.reduce_aggregated_logs(None, plan) == {}
