@@ -180,6 +180,9 @@ class TranslationTask(Task):
         import tensorflow_text  # noqa: F401 - registers the tokenizer's ops
 
         model, tokenizer = models["model"], self.input.tokenizer()
+        # Tracked by the model, so that a SavedModel of the function holds the tokenizer's
+        # resource (only export and predict build this function; checkpoints never see it).
+        model.sentencepiece_tokenizer = tokenizer
         eos, length = self.input.eos_id, self.input.max_length
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="source")])

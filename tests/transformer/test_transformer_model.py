@@ -40,9 +40,11 @@ def test_greedy_translation_takes_the_teacher_forced_argmax():
     source = tf.constant([[5, 9, 12, 7, 1], [20, 3, 1, 0, 0]], tf.int32)
     greedy = model.translate(source, beam_size=1, alpha=0.6)["outputs"].numpy()
     logits = model({"inputs": source, "targets": tf.constant(greedy)}, training=False)
-    chosen = np.argmax(logits.numpy(), axis=-1)
-    for row, picks in zip(greedy, chosen, strict=True):
+    logits = logits.numpy()
+    for row, scores in zip(greedy, logits, strict=True):
         ends = np.flatnonzero(row == 1)
         length = ends[0] + 1 if ends.size else len(row)
-        np.testing.assert_array_equal(picks[:length], row[:length])
+        picked = scores[np.arange(length), row[:length]]
+        # the top logit at every position (ties within float noise of the cached decoder)
+        np.testing.assert_allclose(picked, scores[:length].max(axis=-1), atol=1e-4)
     assert model.get_config()["beam_size"] == 4  # translate() leaves the model's own setting

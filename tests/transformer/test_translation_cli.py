@@ -21,7 +21,7 @@ CASES = {
         "says max_length = 64 but translation_input.max_length = 32",
     ),
     "a schedule without its warmup": (
-        ["--gin_param=learning_rate.warmup_steps = None"],
+        ["--gin_param=learning_rate.warmup_examples = None"],
         "error: learning_rate.decay='rsqrt' needs a warmup",
     ),
 }
