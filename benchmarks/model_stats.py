@@ -4,8 +4,8 @@
 
 FLOPs are TensorFlow's profiler count of one 1-image forward pass (BERT's: one pair of 128
 tokens with 20 masked-LM predictions; the Transformer's: one sentence pair of 64 tokens a side,
-teacher-forced); a multiply and an add are two float ops, so
-multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds"/"MACs".
+teacher-forced; a GAN's: its generator drawing one image); a multiply and an add are two
+float ops, so multiply-adds ~= FLOPs / 2, the figure papers print as "MAdds"/"MACs".
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import models  # noqa: F401 - first: it quiets TensorFlow's C++ logs before Tens
 from benchmarks import output
 from benchmarks.throughput.measure import forward_flops
 from models import registry
+from models.core.adversarial import AdversarialPair
 
 FLAGS = flags.FLAGS
 # What a text family's FLOPs are counted on: BERT's phase-1 pair, a Transformer sentence pair.
@@ -39,7 +40,8 @@ def model_stats(name: str, image_size: int | None, num_classes: int) -> dict:
     else:
         size = image_size or registry.model_entry(name).image_size
         model = registry.create_model(name, num_classes=num_classes, image_size=size)
-        flops = forward_flops(model, [size, size, 3])
+        generative = isinstance(model, AdversarialPair)  # a GAN: its generator's FLOPs
+        flops = forward_flops(model, model.example_spec() if generative else [size, size, 3])
     return {
         "model": name,
         "image_size": size,

@@ -37,6 +37,8 @@ COUNTINGS = {
     "keras_total": "Keras count_params(): all weights, BN moving mean and variance included",
     "without_bn": "learned weights without BN parameters (TF-slim release tables; torchvision's "
     "detectors, whose BN is frozen)",
+    "trainable": "the trainable variables, as TF1 code counts them (Compare GAN's tests): a BN "
+    "whose scale comes from another layer (conditional BN) has none of its own",
 }
 
 
@@ -78,6 +80,8 @@ def count_parameters(model, counting: str = "weights") -> int:
 
     if counting == "keras_total":
         return size(model.weights)
+    if counting == "trainable":
+        return size(model.trainable_variables)
     batch_norm = tf_keras.layers.BatchNormalization
     norms = {id(x): x for x in model.submodules if isinstance(x, batch_norm)}
     if counting == "without_bn":
@@ -112,10 +116,11 @@ class ModelEntry:
 
     @property
     def image_size(self) -> int | None:
-        """Native input size: the variant's default, else its builder's; None for a model
-        that takes no image (BERT)."""
-        if "image_size" in self.defaults:
-            return int(self.defaults["image_size"])
+        """Native input size: the variant's fixed or default one, else its builder's; None for
+        a model that takes no image (BERT)."""
+        for arguments in (self.fixed, self.defaults):
+            if "image_size" in arguments:
+                return int(arguments["image_size"])
         parameter = inspect.signature(self.builder).parameters.get("image_size")
         return None if parameter is None else int(parameter.default)
 

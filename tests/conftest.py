@@ -77,3 +77,14 @@ def cli_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+@pytest.fixture()
+def eagerly():
+    """tf.functions run eagerly: one step of a model without tracing it (a tiny-input step
+    takes ~1 s eagerly against 3-60 s traced)."""
+    import tensorflow as tf
+
+    tf.config.run_functions_eagerly(True)
+    yield
+    tf.config.run_functions_eagerly(False)

@@ -40,10 +40,11 @@ def check_xla_train_step(recipe: str, params: tuple[str, ...] = ()) -> None:
     try:
         gin_config.parse([recipe], [*params, "train.jit_compile = True"])
         trainer = build_trainer(build_strategy(slice_name="cpu-1"), jit_compile=True, batch_size=8)
-        loss = float(trainer.train(tf.constant(1))["loss"])
+        logs = trainer.train(tf.constant(1))
     finally:
         gin.clear_config()
-    assert np.isfinite(loss)
+    losses = {name: float(value) for name, value in logs.items() if name.endswith("loss")}
+    assert losses and all(np.isfinite(list(losses.values()))), logs
     assert int(trainer.global_step.numpy()) == 1
 
 
@@ -57,7 +58,8 @@ def check_reaches_target(family: str, model_dir, env: dict, *args: str) -> str:
     metric, target = record["target_metric"], record["target_value"]
     curve = [round(point[metric], 4) for point in record["eval_curve"]]
     assert record["status"] == "success", f"eval {metric} per evaluation: {curve}"
-    assert record["final_metrics"][metric] >= target
+    reached = record["final_metrics"][metric]
+    assert reached <= target if record["target_direction"] == "lower" else reached >= target
     for also, value in (record["also_reach"] or {}).items():  # Mask R-CNN's mask AP
         assert record["final_metrics"][also] >= value, f"{also} below {value}"
     assert "time to accuracy" in result.stdout

@@ -36,6 +36,7 @@ TARGET_RUNS = [
 def test_every_family_is_checked():
     families = {"amoebanet", "bert", "efficientnet", "inception", "mnasnet", "mobilenet"}
     families |= {"retinanet", "mask_rcnn", "object_detection", "transformer"}
+    families |= {"dcgan", "compare_gan"}
     assert families <= set(FAMILIES)
 
 

@@ -18,13 +18,15 @@ RECIPES = sorted(
     for p in registry.CONFIGS_DIR.glob("*/*.gin")
     if p.parent.name not in ("slices", "data")
 )
-IMAGENET = [r for r in RECIPES if "imagenet" in r]
+IMAGENET = [r for r in RECIPES if "imagenet" in r and not r.startswith("dcgan/")]
 COCO = [r for r in RECIPES if r.endswith("_coco.gin")]
 # BERT's published recipes: Wikipedia/BooksCorpus records given with --data_dir.
 BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" not in r]
 SQUAD = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" in r]
 # The Transformer's published recipes: WMT English-German records given with --data_dir.
 TRANSLATION = [r for r in RECIPES if r.startswith("transformer/") and r.endswith("_wmt.gin")]
+# The GANs' published recipes: ImageNet at the model's size, scored by Inception-v3's FID.
+GAN = [r for r in RECIPES if r.startswith(("compare_gan/biggan_", "dcgan/dcgan_"))]
 # Vaswani et al. 2017, Table 3: (layers a stack, width, feed-forward width, heads, dropout).
 PAPER_TRANSFORMERS = {
     "transformer_base": (6, 512, 2048, 8, 0.1),
@@ -54,7 +56,7 @@ def test_every_family_has_a_default_and_a_real_dataset_recipe():
     assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION
+        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION + GAN
         assert any(r.startswith(f"{family}/") for r in published), family
 
 
@@ -144,3 +146,17 @@ def test_translation_recipe_is_a_papers_transformer_with_a_bleu_target_and_a_tok
     if mlperf:  # the submission's static [rows, 256] shape, whole rows a replica on v3-32
         assert task.input.max_length == 256 and task.input.bucket_lengths == (256,)
         assert batch % 32 == 0
+
+
+@pytest.mark.parametrize("recipe", GAN)
+def test_gan_recipe_is_imagenet_at_its_models_size_with_an_fid_target(recipe):
+    alone, batch = _resolved([recipe])
+    assert _resolved([recipe, "slices/v3-128.gin"]) == (alone, 16384)
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    assert task.input.num_classes == 1000 and task.input.label_offset == 1
+    assert task.input.image_size == registry.model_entry(spec.model).image_size
+    assert batch == (2048 if spec.model.startswith("biggan") else 128)
+    gin.parse_config(["sample_quality.inception_weights = '/weights.h5'"])
+    task = spec.task(model=spec.model, data_dir="/nonexistent")
+    assert TrainSettings().target_metric == task.primary_metric == "fid"

@@ -55,3 +55,17 @@ def draw_masks(image: np.ndarray, masks: np.ndarray, opacity: float = 0.45) -> n
         colour = np.array(PALETTE[index % len(PALETTE)], np.float32)
         tinted[mask] = (1 - opacity) * tinted[mask] + opacity * colour
     return np.round(tinted).astype(np.uint8)
+
+
+def image_grid(images: np.ndarray, columns: int, gap: int = 2) -> np.ndarray:
+    """uint8 [N, H, W, C] images tiled row by row, `columns` a row, on a white background."""
+    images = np.asarray(images)
+    count, height, width, channels = images.shape
+    rows = -(-count // columns)
+    grid = np.full(
+        (rows * (height + gap) + gap, columns * (width + gap) + gap, channels), 255, np.uint8
+    )
+    for i, image in enumerate(images):
+        top, left = gap + (i // columns) * (height + gap), gap + (i % columns) * (width + gap)
+        grid[top : top + height, left : left + width] = image
+    return grid

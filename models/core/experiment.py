@@ -17,7 +17,7 @@ from models.core.cluster import is_chief, is_multi_worker
 from models.core.errors import UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
-from models.core.predict import predict_image, predict_text
+from models.core.predict import predict_image, predict_samples, predict_text
 from models.core.profiler import Profiler
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.service_watch import DispatcherWatch
@@ -49,6 +49,7 @@ class RunOptions:
     tf_data_service_timeout_s: float = 300.0
     image: str | None = None  # --mode=predict
     text: str | None = None  # --mode=predict --input
+    num_images: int | None = None  # --mode=predict --num_images (generative models)
     output: str | None = None
 
 
@@ -297,6 +298,8 @@ class Experiment:
             options = self.options
             if options.text:
                 return predict_text(self.task, self.models, options.text, options.output)
+            if options.num_images:
+                return predict_samples(self.task, self.models, options.num_images, options.output)
             return predict_image(self.task, self.models, options.image, options.output)
         step = int(self.global_step.numpy())
         export_root = self.options.model_dir if self.chief else self.checkpoint_dir

@@ -33,10 +33,18 @@ def _define() -> None:
     flags.DEFINE_string(
         "input", None, "--mode=predict: a UTF-8 text file, one input a line (e.g. to translate)."
     )
+    flags.DEFINE_integer(
+        "num_images",
+        None,
+        "--mode=predict: how many images a generative model draws into the --output PNG grid.",
+        lower_bound=1,
+        upper_bound=1024,
+    )
     flags.DEFINE_string(
         "output",
         None,
-        "--mode=predict: the PNG to draw --image's prediction into, or the text file for "
+        "--mode=predict: the PNG to draw --image's prediction (or --num_images samples) into, "
+        "or the text file for "
         "--input's predictions (default: stdout).",
     )
     flags.DEFINE_string("tpu", None, "TPU name, grpc://address, or 'local'. Implies TPUStrategy.")

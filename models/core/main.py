@@ -90,7 +90,7 @@ def run_from_flags(family: str) -> dict:
     if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
         raise UsageError("--data_dir is empty")
     if FLAGS.mode == "predict":
-        check_paths(FLAGS.image, FLAGS.output, FLAGS.input)
+        check_paths(FLAGS.image, FLAGS.output, FLAGS.input, FLAGS.num_images)
     files = FLAGS.gin_file or [f"{family}/default.gin"]
     bindings = FLAGS.gin_param + FLAGS.gin_bindings
     gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
@@ -118,6 +118,7 @@ def run_from_flags(family: str) -> dict:
         tf_data_service_timeout_s=FLAGS.tf_data_service_timeout_s,
         image=FLAGS.image,
         text=FLAGS.input,
+        num_images=FLAGS.num_images,
         output=FLAGS.output,
     )
     training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)

@@ -1,7 +1,8 @@
 """`--mode=predict`: the restored model on a user's own input, so that a user can see what the
 model does. Images: `--image=a.jpg --output=a.png`, the prediction drawn by the task into a PNG.
 Text: `--input=file.txt [--output=out.txt]`, one prediction a line for each input line (a
-translation), written to --output or printed."""
+translation), written to --output or printed. Generative models: `--num_images=64
+--output=grid.png`, a grid of samples."""
 
 from __future__ import annotations
 
@@ -14,11 +15,21 @@ from models.core.files import write_atomically
 from models.core.task import Models, Task
 
 
-def check_paths(image: str | None, output: str | None, text: str | None = None) -> None:
-    """UsageError unless exactly one of --image / --input names a readable file, and an image
-    has a PNG --output."""
-    if image and text:
-        raise UsageError("--mode=predict takes --image (a picture) or --input (text), not both")
+def check_paths(
+    image: str | None, output: str | None, text: str | None = None, num_images: int | None = None
+) -> None:
+    """UsageError unless exactly one of --image / --input names a readable file, or
+    --num_images asks a generative model for samples, and an image or samples have a PNG
+    --output."""
+    if sum(bool(x) for x in (image, text, num_images)) > 1:
+        raise UsageError(
+            "--mode=predict takes one of --image (a picture), --input (text) or --num_images "
+            "(samples of a generative model)"
+        )
+    if num_images:
+        if not output or not output.lower().endswith(".png"):
+            raise UsageError("--mode=predict --num_images needs --output=FILE.png (the grid)")
+        return
     if text:
         _check_file(text, "--input")
         return
@@ -66,3 +77,10 @@ def predict_text(task: Task, models: Models, text: str, output: str | None) -> d
         sys.stdout.write(written)
         sys.stdout.flush()
     return {"output": output or "stdout", "lines": str(len(predictions))}
+
+
+def predict_samples(task: Task, models: Models, count: int, output: str) -> dict[str, str]:
+    """A grid of `count` samples of a generative model into the PNG `output`."""
+    grid, summary = task.draw_samples(models, count)
+    write_atomically(output, tf.io.encode_png(grid).numpy())
+    return {"output": output, "prediction": summary}

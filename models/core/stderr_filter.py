@@ -29,7 +29,11 @@ ABSL_EARLY_NOISE = (
     r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR|"
     r"[WI]0000 00:00:"
 )
-NOISE = f"{LIBJPEG_NOISE}|{ABSL_EARLY_NOISE}"
+# Grappler's notice that one of its graph rewrites (remapper, layout) failed and the graph runs
+# unrewritten, e.g. the remapper on DCGAN's LeakyRelu gradients: an E0000 line about nothing
+# the user can act on.
+GRAPPLER_NOISE = r"E0000 00:00:[0-9.]+ +[0-9]+ meta_optimizer\.cc:[0-9]+\] [a-z_ ]+ failed: "
+NOISE = f"{LIBJPEG_NOISE}|{ABSL_EARLY_NOISE}|{GRAPPLER_NOISE}"
 _ACTIVE = "ZOO_STDERR_FILTERED"  # set in the environment: children share the filtered pipe
 _children: list[subprocess.Popen] = []  # held, so that no ResourceWarning fires while it reads
 

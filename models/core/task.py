@@ -80,8 +80,10 @@ class Task(abc.ABC):
         self, global_batch_size: int, input_context: tf.distribute.InputContext | None
     ) -> tf.data.Dataset:
         """Training input without reading data, for throughput (`train.synthetic_input`):
-        by default one real batch, repeated; tasks whose data may be absent override it."""
-        return self.build_inputs("train", global_batch_size, input_context).take(1).repeat()
+        by default one real batch, repeated (cached: a reshuffling pipeline would otherwise
+        give another first batch each pass); tasks whose data may be absent override it."""
+        batch = self.build_inputs("train", global_batch_size, input_context).take(1)
+        return batch.cache().repeat()
 
     @abc.abstractmethod
     def num_examples(self, split: str) -> int | None:
@@ -140,6 +142,11 @@ class Task(abc.ABC):
         """(the image with the model's prediction drawn on it, uint8 [H, W, 3]; a one-line
         summary) for `--mode=predict`; tasks that can show a prediction override it."""
         raise UsageError(f"--mode=predict: {type(self).__name__} does not draw predictions")
+
+    def draw_samples(self, models: Models, count: int) -> tuple[Any, str]:
+        """(uint8 [H, W, 3] grid of `count` samples; a one-line summary) for `--mode=predict
+        --num_images`; generative tasks override it."""
+        raise UsageError(f"--mode=predict: {type(self).__name__} does not generate images")
 
     def predict_lines(self, models: Models, lines: list[str]) -> list[str]:
         """One prediction a line for `--mode=predict --input=FILE` (a translation); tasks that

@@ -184,6 +184,23 @@ class ClassificationInput(DataFolder):
         options.deterministic = not training or seed is not None
         return dataset.with_options(options)
 
+    def synthetic_dataset(
+        self,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None = None,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """One random batch of this pipeline's image size, dtype and classes, repeated: the
+        training input of a throughput or step check that reads no data."""
+        batch = per_replica_batch(global_batch_size, input_context)
+        size, seeds = self.image_size, [seed or 0, 0]
+        images = tf.random.stateless_normal([batch, size, size, 3], seed=seeds)
+        labels = tf.random.stateless_uniform(
+            [batch], seed=seeds[::-1], maxval=self.num_classes, dtype=tf.int32
+        )
+        images = tf.cast(images, self.dtype)
+        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+
     def _records(
         self,
         files: list[str],

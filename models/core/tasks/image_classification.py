@@ -51,14 +51,7 @@ class ImageClassificationTask(Task):
 
     def synthetic_inputs(self, global_batch_size, input_context):
         """One random batch of the recipe's image size and classes, repeated (no data read)."""
-        batch = input_context.get_per_replica_batch_size(global_batch_size)
-        size, seed = self.input.image_size, [self.seed or 0, 0]
-        images = tf.random.stateless_normal([batch, size, size, 3], seed=seed)
-        labels = tf.random.stateless_uniform(
-            [batch], seed=seed[::-1], maxval=self.input.num_classes, dtype=tf.int32
-        )
-        images = tf.cast(images, self.input.dtype)
-        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+        return self.input.synthetic_dataset(global_batch_size, input_context, self.seed)
 
     def num_examples(self, split: str) -> int:
         return self.input.num_examples(split)

@@ -1,0 +1,1 @@
+"""Compare GAN (Kurach et al. 2019; Google's compare_gan): SNDCGAN, ResNet and BigGAN."""
