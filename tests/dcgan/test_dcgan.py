@@ -50,6 +50,21 @@ def _train(model_dir, steps: int, *args: str) -> list[str]:
     )
 
 
+def _image_steps(folder) -> list[list[int]]:
+    """For each TensorBoard event file in `folder` that holds sample grids: their steps."""
+    found = []
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        steps = [
+            event.step
+            for event in tf.compat.v1.train.summary_iterator(str(path))
+            for value in event.summary.value
+            if value.tag == "samples"
+        ]
+        if steps:
+            found.append(steps)
+    return found
+
+
 def _checkpoint_values(model_dir) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(str(model_dir))
     names = [n for n in reader.get_variable_to_shape_map() if "OBJECT_GRAPH" not in n]
@@ -85,14 +100,23 @@ def test_kill_and_resume_restores_both_models_optimisers_and_the_generator_avera
 
 
 @pytest.mark.slow
-def test_samples_grid_and_an_export_answering_noise_and_classes_in_a_fresh_process(
-    tmp_path, cli_env
-):
+def test_sample_grids_per_evaluation_and_an_export_answering_noise_and_classes(tmp_path, cli_env):
     run = tmp_path / "run"
     trained = run_model(
-        "dcgan", run, "--mode=train", *SMALL, "--gin_param=train.steps = 2", env=cli_env
+        "dcgan",
+        run,
+        "--mode=train_and_eval",
+        *SMALL,
+        "--gin_param=train.steps = 2",
+        "--gin_param=train.steps_per_loop = 1",
+        "--gin_param=evaluation.every_steps = 1",
+        env=cli_env,
     )
     assert trained.returncode == 0, trained.stderr[-3000:]
+    evaluations = run / "evaluations" / "validation"
+    for step in (1, 2):
+        assert Image.open(evaluations / f"samples-{step}.png").size == (8 * 32 + 9 * 2,) * 2
+    assert _image_steps(evaluations) == [[1, 2]]  # one event file holds every grid
     grid = tmp_path / "grid.png"
     drawn = run_model(
         "dcgan", run, "--mode=predict", "--num_images=16", f"--output={grid}", *SMALL, env=cli_env

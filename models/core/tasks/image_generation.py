@@ -106,6 +106,7 @@ class ImageGenerationTask(Task):
         self.quality = sample_quality.SampleQualitySettings()
         self.conditional = False
         self._network: sample_quality.FeatureNetwork | None = None
+        self._writers: dict[str, tf.summary.SummaryWriter] = {}  # one event file per folder
         self.primary_metric = self.metric_name("fid")
 
     # ------------------------------------------------------------ models and data
@@ -309,8 +310,12 @@ class ImageGenerationTask(Task):
         tf.io.gfile.makedirs(run.directory)
         path = f"{run.directory}/samples-{run.step}.png"
         tf.io.write_file(path, tf.io.encode_png(grid))
-        with tf.summary.create_file_writer(run.directory).as_default():
+        if run.directory not in self._writers:
+            self._writers[run.directory] = tf.summary.create_file_writer(run.directory)
+        writer = self._writers[run.directory]
+        with writer.as_default():
             tf.summary.image("samples", grid[None], step=run.step)
+        writer.flush()
 
     # ------------------------------------------------------------ serving
 
