@@ -14,13 +14,11 @@ G 82,468,068, D 98,801,378.
 from __future__ import annotations
 
 import tensorflow as tf
-import tf_keras
 
 from models.compare_gan import layers
 from models.compare_gan.layers import GanSpec
 from models.core.errors import UsageError
 
-SEED_SIZE = 4  # the generator's dense layer maps z to 4x4 features
 # Channel multipliers of `width`: the generator's block inputs then its last output; the
 # discriminator's block outputs (its first input is the image).
 G_MULTIPLIERS = {
@@ -71,21 +69,19 @@ def default_attention(image_size: int) -> tuple[str, str]:
 
 def block_names(image_size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The generator's and the discriminator's block names (B1, B2, ...)."""
-    return _names(len(G_MULTIPLIERS[image_size]) - 1), _names(len(D_MULTIPLIERS[image_size]))
+    return layers.names(len(G_MULTIPLIERS[image_size]) - 1), layers.names(
+        len(D_MULTIPLIERS[image_size])
+    )
 
 
-def _names(count: int) -> tuple[str, ...]:
-    return tuple(f"B{i + 1}" for i in range(count))
-
-
-class Generator(tf_keras.Model):
+class Generator(layers.ResidualGenerator):
     """{"noise", "label"} -> tanh images: dense to 4x4, upsampling blocks, BN, ReLU, conv."""
 
     def __init__(self, spec: GanSpec, **kwargs):
         super().__init__(**kwargs)
         widths = [spec.width * m for m in G_MULTIPLIERS[spec.image_size]]
         self.spec, self.seed_channels = spec, widths[0]
-        self.names = _names(len(widths) - 1)
+        self.names = layers.names(len(widths) - 1)
         embedded = spec.conditional and spec.shared_embedding_dim > 0
         self.embed_y = (
             layers.Embedding(
@@ -98,7 +94,7 @@ class Generator(tf_keras.Model):
             else None
         )
         self.fc_noise = layers.Dense(
-            SEED_SIZE * SEED_SIZE * widths[0],
+            layers.SEED_SIZE * layers.SEED_SIZE * widths[0],
             spectral_norm=spec.g_spectral_norm,
             initializer=spec.initializer,
             name="fc_noise",
@@ -119,22 +115,6 @@ class Generator(tf_keras.Model):
             name="final_conv",
         )
 
-    def call(self, inputs: dict[str, tf.Tensor], training: bool | None = None) -> tf.Tensor:
-        spec = self.spec
-        classes = layers.class_vector(self.embed_y, inputs.get("label"), spec.num_classes, training)
-        z, conditions = layers.split_latent(
-            inputs["noise"], classes, len(self.blocks), spec.hierarchical_z
-        )
-        x = tf.reshape(
-            self.fc_noise(z, training=training), [-1, SEED_SIZE, SEED_SIZE, self.seed_channels]
-        )
-        for name, block, condition in zip(self.names, self.blocks, conditions, strict=True):
-            x = block(x, condition, training=training)
-            if name in self.attention:
-                x = self.attention[name](x, training=training)
-        x = tf.nn.relu(layers.normalize(self.final_norm, x, None, training))
-        return layers.to_images(self.final_conv(x, training=training))
-
 
 class Discriminator(layers.ResidualDiscriminator):
     """{"image", "label"} -> logits [B]: downsampling blocks (the last keeps its resolution),
@@ -144,7 +124,7 @@ class Discriminator(layers.ResidualDiscriminator):
         super().__init__(spec, tf.reduce_sum, **kwargs)
         widths = [spec.width * m for m in D_MULTIPLIERS[spec.image_size]]
         inputs = [spec.channels, *widths[:-1]]
-        self.names = _names(len(widths))
+        self.names = layers.names(len(widths))
         self.blocks = [
             layers.DiscriminatorBlock(
                 cin,

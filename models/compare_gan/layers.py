@@ -582,6 +582,37 @@ def class_embedding(spec: GanSpec, width: int, initializer: str | None = None) -
     )
 
 
+SEED_SIZE = 4  # a residual generator's dense layer maps z to 4x4 features
+
+
+def names(count: int) -> tuple[str, ...]:
+    """Block names B1, B2, ... (what the attention settings name)."""
+    return tuple(f"B{i + 1}" for i in range(count))
+
+
+class ResidualGenerator(tf_keras.Model):
+    """{"noise", "label"} -> tanh images of a residual generator (SN-GAN's ResNet, BigGAN): z
+    (split over the blocks when hierarchical) to SEED_SIZE^2 x `seed_channels` by `fc_noise`,
+    its `blocks` (self-attention after those `attention` names), `final_norm`, ReLU,
+    `final_conv`. Subclasses build those layers."""
+
+    def call(self, inputs: dict[str, tf.Tensor], training: bool | None = None) -> tf.Tensor:
+        spec = self.spec
+        classes = class_vector(self.embed_y, inputs.get("label"), spec.num_classes, training)
+        z, conditions = split_latent(
+            inputs["noise"], classes, len(self.blocks), spec.hierarchical_z
+        )
+        x = tf.reshape(
+            self.fc_noise(z, training=training), [-1, SEED_SIZE, SEED_SIZE, self.seed_channels]
+        )
+        for name, block, condition in zip(self.names, self.blocks, conditions, strict=True):
+            x = block(x, condition, training=training)
+            if name in self.attention:
+                x = self.attention[name](x, training=training)
+        x = tf.nn.relu(normalize(self.final_norm, x, classes, training))
+        return to_images(self.final_conv(x, training=training))
+
+
 class ResidualDiscriminator(tf_keras.Model):
     """{"image", "label"} -> logits [B] of a residual discriminator (SN-GAN's ResNet, BigGAN):
     its `blocks` (self-attention after those `attention` names), ReLU, pooled over positions

@@ -9,13 +9,11 @@ GAN is, as compare_gan's resnet_cifar."""
 from __future__ import annotations
 
 import tensorflow as tf
-import tf_keras
 
 from models.compare_gan import layers
 from models.compare_gan.layers import GanSpec
 from models.core.errors import UsageError
 
-SEED_SIZE = 4
 G_BLOCKS, D_BLOCKS, D_DOWNSAMPLING = 3, 4, 2
 SHORTCUT_KERNEL = 3  # resnet_ops' shortcuts are 3x3 convolutions
 DEFAULTS = {
@@ -43,20 +41,16 @@ def default_attention(image_size: int) -> tuple[str, str]:
 
 def block_names(image_size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The generator's and the discriminator's block names (B1, B2, ...)."""
-    return _names(G_BLOCKS), _names(D_BLOCKS)
+    return layers.names(G_BLOCKS), layers.names(D_BLOCKS)
 
 
-def _names(count: int) -> tuple[str, ...]:
-    return tuple(f"B{i + 1}" for i in range(count))
-
-
-class Generator(tf_keras.Model):
+class Generator(layers.ResidualGenerator):
     """{"noise", "label"} -> tanh images [B, 32, 32, channels]."""
 
     def __init__(self, spec: GanSpec, **kwargs):
         super().__init__(**kwargs)
         self.spec, self.seed_channels = spec, 2 * spec.width
-        self.names = _names(G_BLOCKS)
+        self.names = layers.names(G_BLOCKS)
         self.embed_y = (
             layers.Embedding(
                 spec.num_classes,
@@ -70,7 +64,7 @@ class Generator(tf_keras.Model):
         )
         width = self.seed_channels
         self.fc_noise = layers.Dense(
-            SEED_SIZE * SEED_SIZE * width,
+            layers.SEED_SIZE * layers.SEED_SIZE * width,
             spectral_norm=spec.g_spectral_norm,
             initializer=spec.initializer,
             name="fc_noise",
@@ -98,27 +92,13 @@ class Generator(tf_keras.Model):
             name="final_conv",
         )
 
-    def call(self, inputs: dict[str, tf.Tensor], training: bool | None = None) -> tf.Tensor:
-        spec = self.spec
-        classes = layers.class_vector(self.embed_y, inputs.get("label"), spec.num_classes, training)
-        z, conditions = layers.split_latent(inputs["noise"], classes, G_BLOCKS, spec.hierarchical_z)
-        x = tf.reshape(
-            self.fc_noise(z, training=training), [-1, SEED_SIZE, SEED_SIZE, self.seed_channels]
-        )
-        for name, block, condition in zip(self.names, self.blocks, conditions, strict=True):
-            x = block(x, condition, training=training)
-            if name in self.attention:
-                x = self.attention[name](x, training=training)
-        x = tf.nn.relu(layers.normalize(self.final_norm, x, classes, training))
-        return layers.to_images(self.final_conv(x, training=training))
-
 
 class Discriminator(layers.ResidualDiscriminator):
     """{"image", "label"} -> logits [B]."""
 
     def __init__(self, spec: GanSpec, **kwargs):
         super().__init__(spec, tf.reduce_mean, **kwargs)
-        self.names = _names(D_BLOCKS)
+        self.names = layers.names(D_BLOCKS)
         self.blocks = [
             layers.DiscriminatorBlock(
                 spec.channels if i == 0 else spec.width,
