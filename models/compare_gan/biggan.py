@@ -122,7 +122,7 @@ class Discriminator(layers.ResidualDiscriminator):
 
     def __init__(self, spec: GanSpec, **kwargs):
         super().__init__(spec, tf.reduce_sum, **kwargs)
-        widths = [spec.width * m for m in D_MULTIPLIERS[spec.image_size]]
+        widths = [spec.d_width * m for m in D_MULTIPLIERS[spec.image_size]]
         inputs = [spec.channels, *widths[:-1]]
         self.names = layers.names(len(widths))
         self.blocks = [

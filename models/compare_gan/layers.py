@@ -38,7 +38,8 @@ class GanSpec:
     channels: int
     num_classes: int
     z_dim: int
-    width: int
+    width: int  # the generator's channel unit
+    d_width: int  # the discriminator's
     d_normalization: str  # one of D_NORMALIZATIONS ("spectral" normalises the weights)
     g_normalization: str  # one of G_NORMALIZATIONS
     g_spectral_norm: bool

@@ -43,6 +43,7 @@ def compare_gan(
     num_classes: int = 10,
     z_dim: int = 128,
     width: int | None = None,
+    d_width: int | None = None,
     d_normalization: str = "spectral",
     g_normalization: str = "batch",
     g_spectral_norm: bool | None = None,
@@ -56,7 +57,8 @@ def compare_gan(
     """A Compare GAN pair, its variables built. `architecture`: sndcgan, resnet or biggan;
     `num_classes` 0 is unconditional, else the generator's BN is class-conditional (with
     `g_normalization` "batch") and the discriminator projects the class. `width`: the
-    architecture's channel unit (BigGAN's ch, 96; SNDCGAN 64; ResNet 128). `g_attention`,
+    architecture's channel unit (BigGAN's ch, 96; SNDCGAN 64; ResNet 128), `d_width` the
+    discriminator's where it differs (BigGAN-PyTorch's D_ch; None: `width`). `g_attention`,
     `d_attention`: comma-separated blocks followed by self-attention ("B4"; "" for none).
     `upsampling`: "unpool" (compare_gan's zero insertion) or "nearest" (BigGAN's).
     `initializer`: "normal" (N(0, 0.02)) or "orthogonal". None: the architecture's own
@@ -69,6 +71,7 @@ def compare_gan(
         num_classes=num_classes,
         z_dim=z_dim,
         width=width,
+        d_width=d_width,
         d_normalization=d_normalization,
         g_normalization=g_normalization,
         g_spectral_norm=g_spectral_norm,
@@ -103,6 +106,8 @@ def _spec(architecture: str, **arguments) -> GanSpec:
     for name, default in module.DEFAULTS.items():
         if arguments[name] is None:
             arguments[name] = default
+    if arguments["d_width"] is None:
+        arguments["d_width"] = arguments["width"]
     check_choice(arguments["initializer"], INITIALIZERS, "compare_gan.initializer")
     _check_sizes(arguments)
     size, hierarchical = arguments["image_size"], bool(arguments["hierarchical_z"])
@@ -120,7 +125,7 @@ def _spec(architecture: str, **arguments) -> GanSpec:
 
 def _check_sizes(arguments: dict) -> None:
     """UsageError for a size that cannot be (classes and embedding widths may be 0)."""
-    for name in ("image_size", "channels", "z_dim", "width"):
+    for name in ("image_size", "channels", "z_dim", "width", "d_width"):
         if arguments[name] < 1:
             raise UsageError(f"compare_gan.{name} = {arguments[name]}: must be at least 1")
     for name in ("num_classes", "shared_embedding_dim"):

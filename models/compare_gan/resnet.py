@@ -101,8 +101,8 @@ class Discriminator(layers.ResidualDiscriminator):
         self.names = layers.names(D_BLOCKS)
         self.blocks = [
             layers.DiscriminatorBlock(
-                spec.channels if i == 0 else spec.width,
-                spec.width,
+                spec.channels if i == 0 else spec.d_width,
+                spec.d_width,
                 spec,
                 SHORTCUT_KERNEL,
                 downsample=i < D_DOWNSAMPLING,
@@ -113,9 +113,9 @@ class Discriminator(layers.ResidualDiscriminator):
         ]
         self.attention = layers.attention_blocks(
             self.names,
-            [spec.width] * D_BLOCKS,
+            [spec.d_width] * D_BLOCKS,
             spec.d_attention,
             spec.d_spectral_norm,
             spec.initializer,
         )
-        self.embedding_fc = layers.class_embedding(spec, spec.width)
+        self.embedding_fc = layers.class_embedding(spec, spec.d_width)

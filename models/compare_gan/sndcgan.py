@@ -118,7 +118,7 @@ class Discriminator(tf_keras.Model):
         super().__init__(**kwargs)
         self.convs = [
             layers.Conv2D(
-                m * spec.width,
+                m * spec.d_width,
                 kernel,
                 stride,
                 spectral_norm=spec.d_spectral_norm,
@@ -128,13 +128,13 @@ class Discriminator(tf_keras.Model):
             for i, (m, kernel, stride) in enumerate(D_LAYERS)
         ]
         self.norms = [None] + [
-            layers.normalization(spec.d_normalization, m * spec.width, name=f"d_norm{i + 2}")
+            layers.normalization(spec.d_normalization, m * spec.d_width, name=f"d_norm{i + 2}")
             for i, (m, _, _) in enumerate(D_LAYERS[1:])
         ]
         self.final_fc = layers.Dense(
             1, spectral_norm=spec.d_spectral_norm, initializer=spec.initializer, name="d_fc1"
         )
-        features = (spec.image_size // STRIDE) ** 2 * D_LAYERS[-1][0] * spec.width
+        features = (spec.image_size // STRIDE) ** 2 * D_LAYERS[-1][0] * spec.d_width
         self.embedding_fc = layers.class_embedding(spec, features)
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool | None = None) -> tf.Tensor:

@@ -238,6 +238,7 @@ def test_training_call_under_mirrored_strategy(architecture, d_normalization):
         ({"architecture": "biggan", "image_size": 64, "z_dim": 128}, "5 equal chunks"),
         ({"initializer": "zeros"}, "compare_gan.initializer"),
         ({"num_classes": -1}, "num_classes"),
+        ({"d_width": 0}, "compare_gan.d_width = 0"),
     ],
 )
 def test_bad_arguments_are_usage_errors(arguments, message):
@@ -262,3 +263,16 @@ def test_small_variants_generate_digits_sized_images(name):
     assert (pair.image_size, pair.num_classes) == (32, 10)
     images = pair.generator(_inputs(pair, 2), training=True)
     assert images.shape == (2, 32, 32, 3)
+
+
+@pytest.mark.parametrize("architecture", ["sndcgan", "resnet", "biggan"])
+def test_d_width_widens_the_discriminator_only(architecture):
+    def counts(**widths):
+        pair = compare_gan(architecture=architecture, **SMALL, **widths, initializer="normal")
+        return [
+            registry.count_parameters(m, "trainable") for m in (pair.generator, pair.discriminator)
+        ]
+
+    same, wider = counts(), counts(d_width=16)
+    assert counts(d_width=8) == same  # None and the width itself are the same network
+    assert wider[0] == same[0] and wider[1] > 2 * same[1]
