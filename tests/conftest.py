@@ -71,6 +71,14 @@ def digit_scenes_dir() -> str:
     return builtin.prepare("digit_scenes")
 
 
+@pytest.fixture(scope="session")
+def digit_scenes_voc_dir() -> str:
+    """The built-in digit scenes' class masks (VOC schema), prepared once per session."""
+    from models.data import builtin
+
+    return builtin.prepare("digit_scenes_voc")
+
+
 @pytest.fixture()
 def cli_env() -> dict[str, str]:
     """Environment for running `python -m models.*` in a subprocess."""

@@ -65,6 +65,14 @@ def _digit_scenes() -> str:
     return digit_scenes.prepare()
 
 
+def _digit_scenes_voc() -> str:
+    """Prepares the VOC-layout digit scenes with class maps (imported lazily: it pulls in sklearn,
+    cv2 and, converting them, TensorFlow)."""
+    from models.data.builtin import digit_scenes_voc
+
+    return digit_scenes_voc.prepare()
+
+
 def _python_docs() -> str:
     """Prepares the standard library's docstrings as BERT's corpus (imported lazily: it pulls in
     tensorflow-text and Model Garden's NLP data tools)."""
@@ -99,6 +107,7 @@ def _pg_messages() -> str:
 BUILTINS: dict[str, Callable[[], str]] = {
     "digits": _digits,
     "digit_scenes": _digit_scenes,
+    "digit_scenes_voc": _digit_scenes_voc,
     "python_docs": _python_docs,
     "wordnet_glosses": _wordnet_glosses,
     "wordnet_qa": _wordnet_qa,

@@ -13,6 +13,7 @@ annotations/instances_{train,val}.json, plus TFRecords from models.data.convert.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,9 +143,9 @@ def _write_split(
     image_dir = directory / "images" / split
     image_dir.mkdir(parents=True, exist_ok=True)
     images, annotations = [], []
-    for scene_index in range(count):
-        rng = np.random.default_rng([seed, split_index, scene_index])
-        scene, objects = compose(rng, digits, photos)
+    for scene_index, (scene, objects) in enumerate(
+        scenes(count, digits, photos, seed, split_index)
+    ):
         image_id = scene_index + 1
         file_name = f"{image_id:012d}.jpg"
         Image.fromarray(scene).save(image_dir / file_name, quality=JPEG_QUALITY)
@@ -161,6 +162,15 @@ def _write_split(
         "annotations": annotations,
         "categories": CATEGORIES,
     }
+
+
+def scenes(
+    count: int, digits: list[Digit], photos: list[np.ndarray], seed: int, split_index: int
+) -> Iterator[tuple[np.ndarray, list[tuple[int, np.ndarray]]]]:
+    """The split's count scenes in order, each composed from its own generator (seeded by seed,
+    split and scene index): what both the COCO and the VOC layouts of the scenes are made of."""
+    for scene_index in range(count):
+        yield compose(np.random.default_rng([seed, split_index, scene_index]), digits, photos)
 
 
 def compose(
