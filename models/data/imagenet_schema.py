@@ -43,28 +43,36 @@ def to_rgb_jpeg(data: bytes, quality: int = JPEG_QUALITY) -> tuple[bytes, int, i
         return encode_jpeg(image, quality), image.height, image.width
 
 
+def bytes_feature(value: bytes) -> tf.train.Feature:
+    """A one-value bytes feature of a tf.train.Example."""
+    import tensorflow as tf
+
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def int_feature(value: int) -> tf.train.Feature:
+    """A one-value int64 feature of a tf.train.Example."""
+    import tensorflow as tf
+
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
 def image_example(
     encoded: bytes, label: int, synset: str, filename: str, height: int, width: int
 ) -> tf.train.Example:
     """Builds the tf.train.Example of one RGB JPEG with every imagenet_to_gcs feature."""
     import tensorflow as tf
 
-    def _bytes(value: bytes) -> tf.train.Feature:
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-    def _int(value: int) -> tf.train.Feature:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-
     feature = {
-        ENCODED: _bytes(encoded),
-        "image/format": _bytes(b"JPEG"),
-        "image/filename": _bytes(filename.encode()),
-        LABEL: _int(label),
-        "image/class/synset": _bytes(synset.encode()),
-        "image/height": _int(height),
-        "image/width": _int(width),
-        "image/colorspace": _bytes(b"RGB"),
-        "image/channels": _int(3),
+        ENCODED: bytes_feature(encoded),
+        "image/format": bytes_feature(b"JPEG"),
+        "image/filename": bytes_feature(filename.encode()),
+        LABEL: int_feature(label),
+        "image/class/synset": bytes_feature(synset.encode()),
+        "image/height": int_feature(height),
+        "image/width": int_feature(width),
+        "image/colorspace": bytes_feature(b"RGB"),
+        "image/channels": int_feature(3),
     }
     return tf.train.Example(features=tf.train.Features(feature=feature))
 

@@ -30,7 +30,14 @@ from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from models.core.errors import UsageError, require_flags, run_app
-from models.data.imagenet_schema import ENCODED, INFO_FILE, SPLIT_PREFIXES, to_rgb_jpeg
+from models.data.imagenet_schema import (
+    ENCODED,
+    INFO_FILE,
+    SPLIT_PREFIXES,
+    bytes_feature,
+    int_feature,
+    to_rgb_jpeg,
+)
 from models.data.shards import write_examples
 
 if TYPE_CHECKING:
@@ -256,21 +263,15 @@ def segmentation_example(
     """The record of one image and its class map, with build_voc2012_data.py's features."""
     import tensorflow as tf
 
-    def _bytes(value: bytes) -> tf.train.Feature:
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-    def _int(value: int) -> tf.train.Feature:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-
     feature = {
-        ENCODED: _bytes(encoded_jpeg),
-        "image/format": _bytes(b"jpeg"),
-        "image/filename": _bytes(image_id.encode()),
-        "image/height": _int(height),
-        "image/width": _int(width),
-        "image/channels": _int(3),
-        MASK_ENCODED: _bytes(mask_png),
-        MASK_FORMAT: _bytes(b"png"),
+        ENCODED: bytes_feature(encoded_jpeg),
+        "image/format": bytes_feature(b"jpeg"),
+        "image/filename": bytes_feature(image_id.encode()),
+        "image/height": int_feature(height),
+        "image/width": int_feature(width),
+        "image/channels": int_feature(3),
+        MASK_ENCODED: bytes_feature(mask_png),
+        MASK_FORMAT: bytes_feature(b"png"),
     }
     return tf.train.Example(features=tf.train.Features(feature=feature))
 
