@@ -20,11 +20,9 @@ from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.records import (
-    DataFolder,
+    ShardedFolder,
     check_images,
     check_split,
-    count_records,
-    find_files,
     per_replica_batch,
     read_info,
     shard_heads,
@@ -47,7 +45,7 @@ class RcnnTargets:
 
 
 @gin.configurable("detection_input", denylist=["anchors", "rcnn"])
-class DetectionInput(DataFolder):
+class DetectionInput(ShardedFolder):
     """Per-replica (image, labels) datasets of a COCO-schema directory: training examples are
     flipped and scale-jittered, evaluation examples carry the ground truth for COCO AP.
 
@@ -100,9 +98,6 @@ class DetectionInput(DataFolder):
 
     # ------------------------------------------------------------ files and counts
 
-    def files(self, split: str) -> list[str]:
-        return find_files(self.data_dir, self.patterns[check_split(split)], split)
-
     def dataset_info(self) -> dict:
         """dataset_info.json of the data directory, as the COCO converter writes it."""
         if self._info is None:
@@ -122,12 +117,6 @@ class DetectionInput(DataFolder):
                 "with `python -m models.data.convert.coco` or set detection_input.num_classes"
             )
         return max(int(category["id"]) for category in categories) + 1
-
-    def num_examples(self, split: str) -> int:
-        """Images in split: dataset_info.json's count, else the records counted."""
-        key = f"num_{check_split(split)}_examples"
-        count = self.dataset_info().get(key)
-        return int(count) if count is not None else count_records(self.files(split))
 
     def annotation_file(self, split: str) -> str | None:
         """The split's COCO instances JSON beside the shards (pycocotools' ground truth), or

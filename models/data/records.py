@@ -52,6 +52,26 @@ class DataFolder:
         return self._resolved_dir
 
 
+class ShardedFolder(DataFolder):
+    """A DataFolder of `<split>-*` shards beside a dataset_info.json: subclasses set `patterns`
+    (split -> glob) and define `dataset_info()`."""
+
+    patterns: dict[str, str]
+
+    def dataset_info(self) -> dict:
+        raise NotImplementedError
+
+    def files(self, split: str) -> list[str]:
+        """Sorted shards of split; UsageError when there are none."""
+        return find_files(self.data_dir, self.patterns[check_split(split)], split)
+
+    def num_examples(self, split: str) -> int:
+        """Images in split: dataset_info.json's count, else the records counted."""
+        key = f"num_{check_split(split)}_examples"
+        count = self.dataset_info().get(key)
+        return int(count) if count is not None else count_records(self.files(split))
+
+
 def check_split(split: str) -> str:
     """split itself, or UsageError when it is not one of the pipelines' splits."""
     if split not in SPLITS:

@@ -23,11 +23,9 @@ from models.core.precision import DTYPES
 from models.data.convert.voc import MASK_ENCODED
 from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.records import (
-    DataFolder,
+    ShardedFolder,
     check_images,
     check_split,
-    count_records,
-    find_files,
     per_replica_batch,
     read_info,
     shard_heads,
@@ -39,7 +37,7 @@ _AUTOTUNE = tf.data.AUTOTUNE
 
 
 @gin.configurable("segmentation_input")
-class SegmentationInput(DataFolder):
+class SegmentationInput(ShardedFolder):
     """Per-replica (image, labels) datasets of a VOC-schema directory: training examples are
     scale-jittered, cropped and flipped; evaluation examples are resized to the output grid.
 
@@ -97,10 +95,6 @@ class SegmentationInput(DataFolder):
 
     # ------------------------------------------------------------ files and counts
 
-    def files(self, split: str) -> list[str]:
-        """Sorted shards of split; UsageError when there are none."""
-        return find_files(self.data_dir, self.patterns[check_split(split)], split)
-
     def dataset_info(self) -> dict:
         """dataset_info.json of the data directory, as the VOC converter writes it."""
         if self._info is None:
@@ -129,12 +123,6 @@ class SegmentationInput(DataFolder):
         if isinstance(names, list) and len(names) == self.num_classes:
             return [str(name) for name in names]
         return [str(index) for index in range(self.num_classes)]
-
-    def num_examples(self, split: str) -> int:
-        """Images in split: dataset_info.json's count, else the records counted."""
-        key = f"num_{check_split(split)}_examples"
-        count = self.dataset_info().get(key)
-        return int(count) if count is not None else count_records(self.files(split))
 
     # ------------------------------------------------------------ datasets
 
