@@ -17,9 +17,9 @@ from models.registry import ModelEntry, list_models, model_entry
 RECIPE_NOTE = (
     "recipe 'default' (configs/<family>/default.gin, what `python -m models.<family>` trains): "
     "a small variant on built-in data, to its target in a few CPU minutes (classifiers: the "
-    "built-in handwritten digits, 32x32, 97% top-1; detectors: the digit scenes; BERT: "
-    "python_docs); the other recipes: the published Cloud TPU setups on the real datasets "
-    "(--data_dir)"
+    "built-in handwritten digits, 32x32, 97% top-1; detectors: the digit scenes; DeepLab: "
+    "their class masks; BERT: python_docs); the other recipes: the published Cloud TPU setups "
+    "on the real datasets (--data_dir)"
 )
 
 

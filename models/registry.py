@@ -162,9 +162,14 @@ class ModelEntry:
         advice = (
             f'use the variant {match[0]} (run.model = "{match[0]}")'
             if match
-            else f"no variant has {name} = {value!r} ({', '.join(peers)})"
+            else f"no variant has {_settings(wanted)} ({', '.join(peers)})"
         )
         return f"{self.name} fixes {name} = {self.fixed[name]!r}; {advice}"
+
+
+def _settings(arguments: Mapping[str, Any]) -> str:
+    """Builder arguments as one reads them in a message: "a = 1, b = 'x'"."""
+    return ", ".join(f"{name} = {value!r}" for name, value in arguments.items())
 
 
 _REGISTRY: dict[str, ModelEntry] = {}

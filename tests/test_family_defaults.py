@@ -1,7 +1,7 @@
 """What every family's default recipe must do (issue: same spine): reach its target on its
-built-in data through its CLI (97% top-1 on the digits, a box AP on the digit scenes), compile
-its train step with XLA, and run on a simulated 2-replica slice. ResNet has fuller versions
-of these in tests/resnet and tests/core/test_trainer.py."""
+built-in data through its CLI (97% top-1 on the digits, a box AP on the digit scenes, a mean
+IoU on their class masks), compile its train step with XLA, and run on a simulated 2-replica
+slice. ResNet has fuller versions of these in tests/resnet and tests/core/test_trainer.py."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ from zoo_testing import DETECTION_TASKS
 from models import registry
 
 FAMILIES = sorted({registry.model_entry(n).family for n in registry.list_models()} - {"resnet"})
-# The detectors' target runs take longest: conftest.py starts them first, one after the other
-# on one pytest worker (side by side, two trainings that each take both cores run at half speed).
-DETECTORS = {
+# The dense-prediction target runs (the detectors' and DeepLab's) take longest: conftest.py
+# starts them first, one after the other on one pytest worker (side by side, two trainings that
+# each take both cores run at half speed).
+LONGEST = {
     registry.model_entry(n).family
     for n in registry.list_models()
-    if registry.model_entry(n).task in DETECTION_TASKS
+    if registry.model_entry(n).task in (*DETECTION_TASKS, "SemanticSegmentationTask")
 }
-DETECTOR_MARKS = [pytest.mark.longest, pytest.mark.xdist_group("detector_targets")]
+LONGEST_MARKS = [pytest.mark.longest, pytest.mark.xdist_group("dense_prediction_targets")]
 # TensorFlow's combined NMS, which Mask R-CNN's default recipe proposes with on CPU, has no XLA
 # kernel: its XLA check compiles the padded NMS of the TPU recipes instead.
 XLA_PARAMS = {"mask_rcnn": ("mask_rcnn.proposal_nms = 'padded'",)}
@@ -27,7 +28,7 @@ XLA_PARAMS = {"mask_rcnn": ("mask_rcnn.proposal_nms = 'padded'",)}
 # Transformer's run is also what its export and BLEU checks read: tests/transformer.
 CHAINED = {"bert", "transformer"}
 TARGET_RUNS = [
-    pytest.param(family, marks=DETECTOR_MARKS if family in DETECTORS else [])
+    pytest.param(family, marks=LONGEST_MARKS if family in LONGEST else [])
     for family in FAMILIES
     if family not in CHAINED
 ]
@@ -36,7 +37,7 @@ TARGET_RUNS = [
 def test_every_family_is_checked():
     families = {"amoebanet", "bert", "efficientnet", "inception", "mnasnet", "mobilenet"}
     families |= {"retinanet", "mask_rcnn", "object_detection", "transformer"}
-    families |= {"dcgan", "compare_gan"}
+    families |= {"dcgan", "compare_gan", "deeplab"}
     assert families <= set(FAMILIES)
 
 

@@ -36,6 +36,7 @@ TINY = {"batch": 2, "classes": 3, "image_size": 32}
 # What a detector's architecture is without: its backbone's depth or kind, whose code paths the
 # classifier families' steps cover; each architecture steps at its shallowest backbone (`_depth`).
 BACKBONES = ("depth", "feature_extractor")
+SEGMENTATION_TASK = "SemanticSegmentationTask"  # its steps read the built-in class masks
 
 
 # Classifiers that scale an architecture another step covers, code path for code path
@@ -51,6 +52,8 @@ SCALED_CLASSIFIERS = {
     "transformer_big",
     "dcgan_64",  # dcgan_32's, one block more
     *(f"biggan_{size}" for size in (128, 256, 512)),  # biggan_32's blocks, wider and more
+    "deeplabv3plus_resnet101",  # deeplabv3plus_resnet50's, deeper
+    "deeplabv3plus_mobilenetv2_050",  # deeplabv3plus_mobilenetv2's, narrower
 }
 # What a full-size build of a family needs to be quick: BigGAN's orthogonal initialisation takes
 # ~50 s a build on 2 cores (QR of every kernel); counts do not depend on it.
@@ -123,7 +126,8 @@ def test_full_size_parameter_count(name, figure):
     # ImageNet's classes, or COCO's for detectors, built with the combined NMS: NMS has no
     # weights, and Model Garden's default (v2) adds graph per class (a minute a build at 91)
     detector = entry.task in DETECTION_TASKS
-    config = {"num_classes": 91} if detector else {"num_classes": 1000}
+    segmenter = entry.task == SEGMENTATION_TASK
+    config = {"num_classes": 91 if detector else 21 if segmenter else 1000}
     if detector:
         batched_nms(entry)
     config.update(figure.config if figure else {})
@@ -137,6 +141,10 @@ def test_full_size_parameter_count(name, figure):
         _check_gan(model, size)
     elif detector:  # a subclassed model: its backbone takes the image
         assert model.backbone.input_shape == (None, size, size, 3)
+    elif segmenter:  # fully convolutional: logits at stride 4 (v3+) or the output stride (v3)
+        logits = model(tf.zeros([1, size, size, 3]), training=False)["logits"]
+        assert logits.shape[0] == 1 and logits.shape[3] == config["num_classes"]
+        assert size // logits.shape[1] in (4, 8, 16, 32)
     else:
         network = model.network if isinstance(model, AuxiliaryLogits) else model  # eval's
         assert network.input_shape == (None, size, size, 3)
@@ -198,6 +206,8 @@ def test_one_training_step_on_tiny_input(name, eagerly):
         gin.parse_config(TINY_TEXT[entry.family])
     elif entry.task in DETECTION_TASKS:  # the built-in scenes' own classes
         gin.parse_config([f"detection_input.image_size = {size}"])
+    elif entry.task == SEGMENTATION_TASK:  # the built-in scenes' class masks
+        gin.parse_config([f"segmentation_input.image_size = {size}"])
     else:
         gin.parse_config(
             [

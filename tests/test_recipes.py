@@ -25,6 +25,8 @@ BERT_PUBLISHED = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" n
 SQUAD = [r for r in RECIPES if r.startswith("bert/bert_") and "squad" in r]
 # The Transformer's published recipes: WMT English-German records given with --data_dir.
 TRANSLATION = [r for r in RECIPES if r.startswith("transformer/") and r.endswith("_wmt.gin")]
+# DeepLab's published recipes: VOC-schema records (Pascal VOC, Cityscapes) given with --data_dir.
+SEGMENTATION = [r for r in RECIPES if r.startswith("deeplab/") and r != "deeplab/default.gin"]
 # The GANs' published recipes: ImageNet at the model's size, scored by Inception-v3's FID.
 GAN = [r for r in RECIPES if r.startswith(("compare_gan/biggan_", "dcgan/dcgan_"))]
 # Vaswani et al. 2017, Table 3: (layers a stack, width, feed-forward width, heads, dropout).
@@ -56,7 +58,7 @@ def test_every_family_has_a_default_and_a_real_dataset_recipe():
     assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION + GAN
+        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION + GAN + SEGMENTATION
         assert any(r.startswith(f"{family}/") for r in published), family
 
 
@@ -70,6 +72,20 @@ def test_coco_recipe_builds_a_detector_of_coco_size_with_an_ap_target(recipe):
     assert task.input.image_size in (300, 320, 640, 1024, 1344) and task.primary_metric == "AP"
     settings = TrainSettings()
     assert settings.target_metric == "AP" and 0.2 < settings.target_value < 0.5
+
+
+@pytest.mark.parametrize("recipe", SEGMENTATION)
+def test_segmentation_recipe_is_model_gardens_crop_batch_and_miou_target(recipe):
+    alone, batch = _resolved([recipe])
+    assert _resolved([recipe, "slices/v3-32.gin"]) == (alone, 4096)
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    # Model Garden's seg_deeplabv3plus_pascal / _cityscapes: 512x512 and 512x1024 crops
+    crop = [512, 1024] if "cityscapes" in recipe else [512, 512]
+    assert task.input.train_size == crop and batch == 16
+    assert "deeplab.use_sync_bn = True" in alone
+    settings = TrainSettings()
+    assert settings.target_metric == "mean_iou" and 0.75 < settings.target_value < 0.8
 
 
 @pytest.mark.parametrize("recipe", IMAGENET)

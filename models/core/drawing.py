@@ -69,3 +69,18 @@ def image_grid(images: np.ndarray, columns: int, gap: int = 2) -> np.ndarray:
         top, left = gap + (i // columns) * (height + gap), gap + (i % columns) * (width + gap)
         grid[top : top + height, left : left + width] = image
     return grid
+
+
+def draw_class_map(
+    image: np.ndarray, classes: np.ndarray, colours: np.ndarray, opacity: float = 0.5
+) -> np.ndarray:
+    """`image` (uint8 [H, W, 3]) with each pixel of a non-zero class (`classes` [H, W]) tinted
+    in `colours[class]` ([256, 3], e.g. VOC's palette); class 0, the background, stays as it is.
+    An image under MIN_SIDE pixels is drawn enlarged by a whole factor, as draw_boxes does."""
+    zoom = max(1, MIN_SIDE // max(image.shape[:2]))
+    image = np.repeat(np.repeat(np.asarray(image), zoom, 0), zoom, 1).astype(np.float32)
+    classes = np.repeat(np.repeat(np.asarray(classes), zoom, 0), zoom, 1)
+    tint = np.asarray(colours, np.float32)[np.clip(classes, 0, 255)]
+    chosen = classes > 0
+    image[chosen] = (1 - opacity) * image[chosen] + opacity * tint[chosen]
+    return np.round(image).astype(np.uint8)
