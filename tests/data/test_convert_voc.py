@@ -13,7 +13,10 @@ import tensorflow as tf
 from PIL import Image
 from zoo_testing import run_converter
 
+from models import registry
+from models.core import gin_config
 from models.core.errors import UsageError
+from models.core.recipe import RunSpec
 from models.data.convert import voc
 
 # id, list, width, height, PIL mode of the mask (VOC's palette PNGs, or plain grayscale).
@@ -33,13 +36,13 @@ def class_indices(rng: np.random.Generator, height: int, width: int) -> np.ndarr
     return classes
 
 
-def write_voc(root: Path) -> dict[str, np.ndarray]:
-    """A tiny VOC2012-layout folder; returns {id: class map}."""
+def write_voc(root: Path, images: list[tuple] = IMAGES) -> dict[str, np.ndarray]:
+    """A tiny VOC2012-layout folder of `images` (rows as IMAGES); returns {id: class map}."""
     for folder in (voc.IMAGE_DIR, voc.MASK_DIR, voc.LIST_DIR):
         (root / folder).mkdir(parents=True)
     rng = np.random.default_rng(0)
     maps, lists = {}, {"train": [], "val": []}
-    for image_id, split, width, height, mode in IMAGES:
+    for image_id, split, width, height, mode in images:
         pixels = rng.integers(0, 255, (height, width, 3), dtype=np.uint8)
         Image.fromarray(pixels).save(root / voc.IMAGE_DIR / f"{image_id}.jpg", quality=90)
         maps[image_id] = class_indices(rng, height, width)
@@ -100,6 +103,42 @@ def test_records_decode_with_model_garden(voc_dir: Path, tmp_path: Path) -> None
     assert sum(written["class_pixels"]["train"]) + written["void_pixels"]["train"] == sum(
         w * h for _, split, w, h, _ in IMAGES if split == "train"
     )
+
+
+def test_converted_folder_evaluates_to_the_numpy_mean_iou(tmp_path: Path) -> None:
+    """Convert, read back through the evaluation pipeline (Model Garden's decoder and parser) and
+    evaluate a DeepLab: mean IoU is the one numpy computes from the VOC PNGs themselves."""
+    images = [("t", "train", 32, 24, "P"), ("v1", "val", 32, 24, "P"), ("v2", "val", 32, 24, "L")]
+    write_voc(tmp_path / "VOC2012", images)
+    voc.convert(
+        str(tmp_path / "VOC2012"), str(tmp_path / "out"), train_shards=1, validation_shards=1
+    )
+    binding = "segmentation_input.image_size = (24, 32)"  # the images' own size: no resize
+    gin_config.parse(["deeplab/default.gin"], [binding], family="deeplab")
+    registry.load_all()
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir=str(tmp_path / "out"), seed=0)
+    model = task.build_models()["model"]
+    inputs, labels = next(iter(task.build_inputs("validation", 2, None)))
+    outputs = task.validation_step((inputs, labels), {"model": model}, None, None)
+    metrics = task.reduce_aggregated_logs(task.aggregate_logs(None, outputs, None), None)
+    logits = tf.image.resize(model(inputs, training=False)["logits"], [24, 32], "bilinear")
+    predicted = tf.argmax(logits, axis=-1).numpy().ravel()
+    truth = np.concatenate(
+        [
+            np.array(Image.open(tmp_path / "VOC2012" / voc.MASK_DIR / f"{i}.png"))
+            for i in ("v1", "v2")
+        ]
+    ).ravel()  # palette indices are the class indices
+    valid = truth != voc.IGNORE_LABEL
+    present = np.union1d(truth[valid], predicted[valid])
+    ious = [
+        ((truth == c) & (predicted == c) & valid).sum()
+        / (((truth == c) | (predicted == c)) & valid).sum()
+        for c in present
+    ]
+    assert metrics["mean_iou"] == pytest.approx(np.mean(ious))
+    assert metrics["pixel_accuracy"] == pytest.approx((truth == predicted)[valid].mean())
 
 
 def test_palette_is_vocs() -> None:
