@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tensorflow as tf
 
 from models.core.errors import UsageError
@@ -27,3 +29,19 @@ def export_saved_model(task: Task, models: Models, model_dir: str, step: int) ->
     tf.io.gfile.rename(tmp, final)
     print(f"exported SavedModel to {final}", flush=True)
     return final
+
+
+def image_bytes_signature(
+    predict: Callable[[tf.Tensor], dict], empty: Callable[[], dict]
+) -> tf.types.experimental.Function:
+    """A serving function of a batch of encoded images ([None] strings, "image_bytes"):
+    `predict(image_bytes)`, or `empty()` (the same outputs with no rows) for an empty batch."""
+
+    # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer the model calls.
+    @tf.function(
+        input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
+    )
+    def serve(image_bytes):
+        return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), empty)
+
+    return serve

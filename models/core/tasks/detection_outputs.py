@@ -13,6 +13,7 @@ from official.vision.ops import box_ops, mask_ops
 
 from models.core.coco_metrics import CocoMetrics
 from models.core.drawing import draw_boxes, draw_masks
+from models.core.export import image_bytes_signature
 from models.data.detection import PAD_SOURCE_ID, DetectionInput
 
 BOX_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
@@ -87,6 +88,9 @@ def jpeg_serving(
     anchors = data.fixed_anchor_boxes()
 
     def predict(image_bytes):
+        """Each image's detections: boxes [ymin, xmin, ymax, xmax] in its own pixels, COCO
+        category ids, scores, and how many of the rows are real; with masks, each detection's
+        mask probabilities relative to its box."""
         signature = (
             tf.TensorSpec([data.image_size] * 2 + [3], tf.as_dtype(data.dtype)),
             tf.TensorSpec([4, 2], tf.float32),
@@ -121,17 +125,7 @@ def jpeg_serving(
             empty["masks"] = tf.zeros([0, rows, mask_side, mask_side])
         return empty
 
-    # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer the model calls.
-    @tf.function(
-        input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
-    )
-    def serve(image_bytes):
-        """Each image's detections: boxes [ymin, xmin, ymax, xmax] in its own pixels,
-        COCO category ids, scores, and how many of the rows are real; with masks, each
-        detection's mask probabilities relative to its box."""
-        return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
-
-    return serve
+    return image_bytes_signature(predict, nothing)
 
 
 def batch_of(anchors: dict[str, tf.Tensor] | None, images: tf.Tensor) -> dict | None:

@@ -11,6 +11,7 @@ import tf_keras
 from models import registry
 from models.core import optimization
 from models.core.auxiliary import AuxiliaryLogits
+from models.core.export import image_bytes_signature
 from models.core.task import Models, Task
 from models.data.classification import ClassificationInput
 
@@ -112,6 +113,7 @@ class ImageClassificationTask(Task):
         model = models["model"]
 
         def predict(image_bytes):
+            """classes and probabilities of each image."""
             images = tf.map_fn(
                 self.input.decode_for_serving,
                 image_bytes,
@@ -131,12 +133,4 @@ class ImageClassificationTask(Task):
                 "probabilities": tf.zeros([0, self.input.num_classes], tf.float32),
             }
 
-        # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer called.
-        @tf.function(
-            input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
-        )
-        def serve(image_bytes):
-            """classes and probabilities of each image; an empty batch gets empty answers."""
-            return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
-
-        return {"serving_default": serve}
+        return {"serving_default": image_bytes_signature(predict, nothing)}

@@ -15,6 +15,7 @@ from official.vision.losses import segmentation_losses
 from models import registry
 from models.core import optimization
 from models.core.drawing import draw_class_map
+from models.core.export import image_bytes_signature
 from models.core.task import Models, Task
 from models.data.convert import voc
 from models.data.segmentation import SegmentationInput
@@ -136,6 +137,8 @@ class SemanticSegmentationTask(Task):
             return tf.argmax(logits, axis=-1, output_type=tf.int32), original
 
         def predict(image_bytes):
+            """class_map [B, H, W] int32 (each JPEG's own height and width; beyond them, up to
+            the batch's largest, the ignore label) and image_size [B, 2]."""
             largest, ignore = _largest(image_bytes), self.input.ignore_label
             maps, sizes = tf.map_fn(
                 lambda one: _padded(*class_map(one), largest, ignore),
@@ -153,17 +156,7 @@ class SemanticSegmentationTask(Task):
                 "image_size": tf.zeros([0, 2], tf.int32),
             }
 
-        # Plain TensorFlow (tf.cond, tf.map_fn): AutoGraph would convert every layer called.
-        @tf.function(
-            input_signature=[tf.TensorSpec([None], tf.string, name="image_bytes")], autograph=False
-        )
-        def serve(image_bytes):
-            """class_map [B, H, W] int32 (each JPEG's own height and width; beyond them, up to
-            the batch's largest, the ignore label) and image_size [B, 2]; an empty batch gets
-            empty answers."""
-            return tf.cond(tf.size(image_bytes) > 0, lambda: predict(image_bytes), nothing)
-
-        return {"serving_default": serve}
+        return {"serving_default": image_bytes_signature(predict, nothing)}
 
     def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[np.ndarray, str]:
         """The image with each pixel tinted in its predicted class's VOC colour (background
