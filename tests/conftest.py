@@ -29,16 +29,44 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     tf.config.threading.set_intra_op_parallelism_threads(1)
 
 
+def _options_without_autotuning(self, *args, **kwargs):
+    """tf.data.Options, autotuning off unless a pipeline turns it on. TensorFlow 2.20 destroys an
+    autotuned iterator by joining its tuning thread (Model::OptimizeLoop), which waited out its
+    optimisation period (up to 60 s) instead of waking: in a long-lived test process dropped
+    iterators stalled later tests with the CPU idle (a 1 s test took 67-155 s; gdb showed the
+    main thread in RootDataset::Iterator::~Iterator). In-process tests do not measure speed."""
+    _options_init(self, *args, **kwargs)
+    self.autotune.enabled = False
+
+
+_options_init = tf.data.Options.__init__
+tf.data.Options.__init__ = _options_without_autotuning
+
+
+def pytest_configure(config) -> None:
+    """Registers the suite-time tables (tests/suite_time.py)."""
+    from suite_time import SuiteTimes
+
+    from models import registry
+
+    names = set(registry.list_models())
+    families = {registry.model_entry(name).family for name in names}
+
+    def family_of_name(name: str) -> str | None:
+        return registry.model_entry(name).family if name in names else None
+
+    config.pluginmanager.register(SuiteTimes(families, family_of_name), "suite_time")
+
+
 def pytest_collection_modifyitems(items: list) -> None:
     """Longest first, so that no worker of `pytest -n 2` is left running one long test at the
-    end: the `longest` runs, other train-to-target runs, slow tests, then the rest (each group
-    in collection order). The Makefile's `--dist loadgroup` hands out one test at a time (each
-    its own group), except the `longest`, which share one xdist_group and so one worker;
-    xdist's default `load` sends each worker a quarter of its share at once."""
+    end: the memorisation checks, then slow tests, then the rest (each group in collection
+    order). The Makefile's `--dist loadgroup` hands out one test at a time (each its own group),
+    except tests that share an xdist_group, which run on one worker."""
 
     def weight(item) -> int:
-        marks = ("longest", "target", "slow")
-        return next((i for i, mark in enumerate(marks) if item.get_closest_marker(mark)), 3)
+        marks = ("memorise", "slow")
+        return next((i for i, mark in enumerate(marks) if item.get_closest_marker(mark)), 2)
 
     items.sort(key=weight)
 

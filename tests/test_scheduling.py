@@ -1,5 +1,5 @@
 """The Makefile's `pytest -n 2 --dist loadgroup` runs tests that share an xdist_group on one
-worker, one after the other: the detector target runs rely on it (tests/test_family_defaults.py).
+worker, one after the other: the ResNet runs that share one trained run rely on it (tests/resnet).
 pytest 9.2 with pytest-xdist 3.8 drops the groups silently (pytest-dev/pytest-xdist#1386)."""
 
 from __future__ import annotations

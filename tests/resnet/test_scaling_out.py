@@ -43,7 +43,7 @@ def _final_accuracy(stdout: str) -> float:
     return float(re.findall(r"\[worker 0\] done: .*top_1_accuracy=([\d.]+)", stdout)[-1])
 
 
-@pytest.mark.target
+@pytest.mark.slow
 @SHARES_TRAINED_RUN
 def test_two_workers_reach_target_like_one_process(tmp_path, cli_env, trained):
     one = trained.record["final_metrics"]["top_1_accuracy"]  # the same recipe in one process
@@ -112,7 +112,7 @@ def _start_service() -> tuple[subprocess.Popen, str]:
     return service, match.group(1)
 
 
-@pytest.mark.target
+@pytest.mark.slow
 def test_default_recipe_reaches_target_on_a_local_tf_data_service(tmp_path, cli_env):
     service, address = _start_service()
     try:

@@ -12,7 +12,7 @@ from cli import SHARES_TRAINED_RUN, latest_record, resnet_command, run_resnet
 from zoo_testing import PYTHON, latest_step, wait_for
 
 
-@pytest.mark.target
+@pytest.mark.slow
 @SHARES_TRAINED_RUN
 def test_default_recipe_reaches_target(trained):
     model_dir, stdout = trained.model_dir, trained.stdout
@@ -28,7 +28,7 @@ def test_default_recipe_reaches_target(trained):
     assert '"status": "success"' in mlperf_log
 
 
-@pytest.mark.target
+@pytest.mark.slow
 @SHARES_TRAINED_RUN
 def test_rerun_of_a_run_that_reached_its_target_trains_no_more(trained):
     model_dir, env, first = trained.model_dir, trained.env, trained.record
@@ -41,7 +41,7 @@ def test_rerun_of_a_run_that_reached_its_target_trains_no_more(trained):
     assert len(record["segments"]) == 2
 
 
-@pytest.mark.target
+@pytest.mark.slow
 @SHARES_TRAINED_RUN
 def test_export_classifies_jpeg_bytes_in_fresh_process(trained, digits_dir):
     model_dir, env = trained.model_dir, trained.env
@@ -77,7 +77,7 @@ print("empty", empty["classes"].shape.as_list(), empty["probabilities"].shape.as
     assert "empty [0] [0, 10]" in out.stdout  # an empty batch gets empty answers
 
 
-@pytest.mark.target
+@pytest.mark.slow
 def test_sigkill_then_rerun_resumes_and_reaches_target(tmp_path, cli_env):
     command = resnet_command(tmp_path)
     process = subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,0 +1,50 @@
+"""Every family's memorisation check (tests/memorisation.py, the table in
+tests/memorisation_checks.py): its default recipe, with its data cut to one batch that is also
+the evaluation set, trains through its CLI until its real metric is near perfect on that batch;
+with a bug put in its training or evaluation (tests/breakages.py), the check fails. BERT's and
+the Transformer's checks run in their chain tests (tests/bert/test_bert_chain.py,
+tests/transformer/test_translation_chain.py), which go on to fine-tune, export and serve. What a
+default recipe reaches on its full built-in data is `make acceptance`'s check (README, "Tests")."""
+
+from __future__ import annotations
+
+import pytest
+from memorisation import check_memorises, evaluate, meets, memorise, shortfalls
+from memorisation_checks import BY_NAME, CHECKS
+
+from models import registry
+
+
+def test_every_family_has_a_memorisation_check():
+    families = {registry.model_entry(name).family for name in registry.list_models()}
+    assert families == {spec.family for spec in CHECKS}
+
+
+CHAINED = {"bert", "transformer"}
+
+
+@pytest.mark.memorise
+@pytest.mark.parametrize("name", [spec.name for spec in CHECKS if spec.family not in CHAINED])
+def test_memorises_one_batch(name, tmp_path, cli_env):
+    """The check passes; where the family's check also guards its evaluation, `--mode=eval` of
+    the memorised checkpoint reproduces the metric, and fails it with a bug put in the
+    evaluation (tests/breakages.py)."""
+    spec, run = BY_NAME[name], tmp_path / "run"
+    check_memorises(spec, run, cli_env)
+    if spec.eval_breakage:
+        assert meets(spec, evaluate(spec, run, cli_env))
+        broken = evaluate(spec, run, cli_env, breakage=spec.eval_breakage)
+        assert not meets(spec, broken), f"{spec.eval_breakage}: {broken}"
+
+
+@pytest.mark.memorise
+@pytest.mark.parametrize(
+    "name", [s.name for s in CHECKS if s.train_breakage and s.family not in CHAINED]
+)
+def test_a_training_bug_fails_the_check(name, tmp_path, cli_env):
+    """The same check, with a bug put in the family's training (tests/breakages.py): the run
+    ends normally and the check says it did not memorise."""
+    spec = BY_NAME[name]
+    outcome = memorise(spec, tmp_path / "run", cli_env, breakage=spec.train_breakage)
+    missed = shortfalls(spec, outcome)
+    assert missed and not outcome.reached, outcome.summary(spec)
