@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from one_batch_data import one_batch
 from zoo_testing import PYTHON, REPO, latest_record, model_command
@@ -55,6 +55,7 @@ class Memorise:
             "train.examples": None,
             "train.steps": self.steps,
             "train.steps_per_loop": 1,  # every step's loss printed: the first is the untrained one
+            "train.checkpoint_every_steps": self.steps,  # and at the stop, for --mode=eval/export
             "evaluation.every_epochs": None,
             "evaluation.every_examples": None,
             "evaluation.every_steps": self.every,
@@ -153,6 +154,14 @@ def check_memorises(spec: Memorise, model_dir, env: dict) -> Outcome:
     return outcome
 
 
+def check_fails(spec: Memorise, model_dir, env: dict, breakage: str) -> Outcome:
+    """With `breakage` put in, the run ends normally and the check says it did not memorise
+    (its metric never reached the threshold). It runs all `steps`, so it evaluates 4 times."""
+    outcome = memorise(replace(spec, every=spec.steps // 4), model_dir, env, breakage)
+    assert shortfalls(spec, outcome) and not outcome.reached, outcome.summary(spec)
+    return outcome
+
+
 def run_mode(spec: Memorise, model_dir, env: dict, *args: str, breakage: str | None = None) -> str:
     """The check's command with ARGS (`--mode=export`, ...) on its model_dir; its stdout."""
     result = subprocess.run(
@@ -173,8 +182,9 @@ def export(spec: Memorise, model_dir, env: dict) -> str:
 
 
 def evaluate(spec: Memorise, model_dir, env: dict, breakage: str | None = None) -> dict:
-    """`--mode=eval` of the run's latest checkpoint on the same batch: its metrics."""
-    stdout = run_mode(spec, model_dir, env, "--mode=eval", breakage=breakage)
+    """`--mode=eval` of the run's latest checkpoint on the same batch, on a simulated 2-replica
+    slice whatever the training's (outputs gathered over replicas): its metrics."""
+    stdout = run_mode(spec, model_dir, env, "--mode=eval", "--slice=cpu-2", breakage=breakage)
     done = [line for line in stdout.splitlines() if line.startswith("done: ")][-1]
     pairs = (item.split("=", 1) for item in done.removeprefix("done: ").split(", "))
     return {name: float(value) for name, value in pairs}

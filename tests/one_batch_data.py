@@ -35,11 +35,8 @@ def _records(source: Path, out: Path, examples: int) -> None:
     """First `examples` records of the train shards as each split's one shard; the other files
     copied, and for COCO-schema data the annotations of those images alone."""
     train = sorted(str(p) for p in source.glob("train-*-of-*"))
-    records = [
-        _renumbered(r.numpy(), i)
-        for i, r in enumerate(tf.data.TFRecordDataset(train))
-        if i < examples
-    ]
+    first = tf.data.TFRecordDataset(train).take(examples)
+    records = [_renumbered(record.numpy(), i) for i, record in enumerate(first)]
     assert len(records) == examples, f"{source} has {len(records)} training records"
     splits = _splits(source)
     for split in splits:
@@ -69,6 +66,7 @@ def _renumbered(record: bytes, index: int) -> bytes:
 
 
 def _coco_annotations(source: Path, out: Path, records: list[bytes], splits: list[str]) -> None:
+    """instances_<split>.json for each split: the training annotations of `records`' images."""
     ids = {
         int(tf.train.Example.FromString(r).features.feature["image/source_id"].bytes_list.value[0])
         for r in records

@@ -19,6 +19,7 @@ def test_mobilenet_v2_matches_its_paper_at_its_native_size():
     assert stats["multiply_adds"] == pytest.approx(300e6, rel=0.02)
 
 
+@pytest.mark.slow
 def test_json_output_and_unknown_model(cli_env):
     command = [PYTHON, "-m", "benchmarks.model_stats", "--json"]
     ok = subprocess.run(

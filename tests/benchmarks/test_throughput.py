@@ -60,6 +60,7 @@ def test_matmul_peak_is_positive():
     assert "64x64 float32" in peak["method"]
 
 
+@pytest.mark.slow
 def test_resnet_json_is_one_object_and_both_sides_match(cli_env):
     args = ["--recipe=resnet/resnet50_imagenet", "--batch=4", "--precision=bfloat16"]
     args += ["--steps=1", "--warmup_steps=1", "--peak_size=64", "--json", *TINY_FLAGS]
@@ -76,6 +77,7 @@ def test_resnet_json_is_one_object_and_both_sides_match(cli_env):
     assert "train.synthetic_input = True" in result["input"]
 
 
+@pytest.mark.slow
 def test_other_family_default_recipe_runs_on_synthetic_input_without_anchor(cli_env):
     args = ["--recipe=mobilenet/default", "--batch=2", "--precision=float32", "--steps=1"]
     args += ["--warmup_steps=0", "--peak_size=64", "--json"]

@@ -20,6 +20,7 @@ GOOGLE_RELEASE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", GOOGLE_RELEASE)
 def test_encoder_holds_exactly_the_weights_of_googles_release(size):
     layers, hidden = SIZES[size]

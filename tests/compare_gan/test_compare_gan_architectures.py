@@ -184,6 +184,7 @@ def test_batch_moments_span_the_replicas():
 @pytest.mark.parametrize(
     ("architecture", "d_normalization"), [("biggan", "spectral"), ("sndcgan", "batch")]
 )
+@pytest.mark.slow
 def test_training_call_under_mirrored_strategy(architecture, d_normalization):
     # Spectral norm in G and D (BigGAN), or in G with Keras' synchronised BN in D (SNDCGAN);
     # conditional BN in G in both.

@@ -64,6 +64,7 @@ def test_word_for_word_dictionary_learns_by_dice():
     assert word_for_word("the database: %s", dictionary) == f"{dictionary['the']} Datenbank: %s"
 
 
+@pytest.mark.slow
 def test_builtin_records_model_and_baselines():
     import tensorflow as tf
 

@@ -137,6 +137,7 @@ def test_contexts_are_one_lexicographer_file_and_one_split(tmp_path):
     assert set(train_answers) == {1}  # SQuAD training reads one answer a question
 
 
+@pytest.mark.slow
 def test_real_wordnet_questions_fit_their_contexts(tmp_path):
     contexts, datasets = wordnet_qa.write_squad(tmp_path)
     assert len(contexts["train"]) == wordnet_qa.TRAIN_CONTEXTS

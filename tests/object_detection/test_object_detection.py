@@ -28,6 +28,7 @@ def default_task(*bindings: str):
     return spec.task(model=spec.model, seed=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pyramid", sorted(FEATURE_PYRAMIDS))
 @pytest.mark.parametrize("extractor", sorted(FEATURE_EXTRACTORS))
 def test_every_feature_extractor_composes_with_every_pyramid(extractor, pyramid):
