@@ -40,6 +40,8 @@ class Memorise:
     also: tuple[tuple[str, float], ...] = ()  # further metrics that must reach their values
     loss: str | None = "loss"  # the training loss that must fall; None: no single loss (GANs)
     train_breakage: str | None = None  # tests/breakages.py: a bug in training the check catches
+    fails_within: int | None = None  # steps the broken run trains (default `steps`): past the
+    # step where the healthy run reaches its threshold
     eval_breakage: str | None = None  # and one in evaluation, caught on the memorised checkpoint
 
     @property
@@ -156,8 +158,9 @@ def check_memorises(spec: Memorise, model_dir, env: dict) -> Outcome:
 
 def check_fails(spec: Memorise, model_dir, env: dict, breakage: str) -> Outcome:
     """With `breakage` put in, the run ends normally and the check says it did not memorise
-    (its metric never reached the threshold). It runs all `steps`, so it evaluates 4 times."""
-    outcome = memorise(replace(spec, every=spec.steps // 4), model_dir, env, breakage)
+    (its metric never reached the threshold) in `fails_within` steps, evaluated 4 times."""
+    steps = spec.fails_within or spec.steps
+    outcome = memorise(replace(spec, steps=steps, every=steps // 4), model_dir, env, breakage)
     assert shortfalls(spec, outcome) and not outcome.reached, outcome.summary(spec)
     return outcome
 

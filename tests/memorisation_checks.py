@@ -91,6 +91,7 @@ CHECKS = [
         0.9,
         untrained=0.0,
         train_breakage="masked_tokens_shuffled",
+        fails_within=160,  # healthy: 0.94 at step 120 on cpu-2 (2026-12-07)
     ),
     Memorise(
         "bert",
@@ -99,9 +100,11 @@ CHECKS = [
         "accuracy",
         0.9,  # 15 of 16
         untrained=0.25,
+        steps=300,  # from the memorised pretraining run: 0.94 at step 190 (2026-12-07)
         recipe="bert/glosses.gin",
         params=CONSTANT_RATE,
         train_breakage="sentence_labels_shuffled",
+        fails_within=200,
     ),
     Memorise(
         "bert",
@@ -124,6 +127,7 @@ CHECKS = [
         untrained=0.0,
         every=20,  # each evaluation is a beam search
         train_breakage="translation_targets_shuffled",
+        fails_within=120,  # healthy: BLEU 92.8 at step 70
     ),
     Memorise(
         "dcgan",
@@ -133,6 +137,7 @@ CHECKS = [
         threshold=20.0,
         untrained=123.9,
         train_breakage="generator_loss_sign_flipped",
+        fails_within=200,  # healthy: FID 17 at step 200, 5 at 300; broken: 89-94
     ),
     Memorise(
         "compare_gan",
