@@ -26,6 +26,7 @@ from benchmarks.output import format_number, progress, run_cli
 from benchmarks.plots import plot_tta_by_recipe
 from benchmarks.recipes import families as registered_families
 from benchmarks.records import RunResult, load_runs
+from benchmarks.run import run_dir
 from models.core.errors import UsageError, nearest
 
 FLAGS = flags.FLAGS
@@ -55,11 +56,6 @@ def chosen_families(text: str) -> list[str]:
     return wanted or known
 
 
-def run_dir(out: Path, recipe: str, model: str) -> Path:
-    """Where benchmarks.run puts the recipe's one cpu-1 run (its own layout)."""
-    return out / recipe / model / SLICE / "run-0"
-
-
 def train(recipe: str, out: Path, bindings: tuple[str, ...] = (), timeout_s: int = 3600) -> dict:
     """One `benchmarks.run` of the recipe on cpu-1 (its progress on stderr); its summary."""
     shutil.rmtree(out / recipe, ignore_errors=True)
@@ -79,7 +75,8 @@ def run_family(family: str, out: Path, timeout_s: int) -> list[dict]:
     """The family's default recipe, then the recipes fine-tuned from it."""
     summaries = [train(f"{family}/default", out, timeout_s=timeout_s)]
     for recipe, start in FINE_TUNING.get(family, ()):
-        init = (f"train.init_checkpoint = '{run_dir(out, start, summaries[0]['model'])}'",)
+        pretrained = run_dir(out, start, summaries[0]["model"], SLICE, 0)
+        init = (f"train.init_checkpoint = '{pretrained}'",)
         summaries.append(train(recipe, out, init, timeout_s))
     return summaries
 

@@ -64,9 +64,14 @@ def _check_flags() -> Recipe:
     return load_recipe(FLAGS.recipe, FLAGS.model, tuple(FLAGS.gin_param))
 
 
+def run_dir(out: Path, recipe_path: str, model: str, slice_name: str, repeat: int) -> Path:
+    """The model_dir of one (slice, repeat) run under --out."""
+    return out / recipe_path / model / slice_name / f"run-{repeat}"
+
+
 def _run_one(recipe: Recipe, slice_name: str, repeat: int, out: Path) -> dict:
     """Runs one training process; returns its index entry (kept even when it fails)."""
-    model_dir = out / recipe.path / recipe.model / slice_name / f"run-{repeat}"
+    model_dir = run_dir(out, recipe.path, recipe.model, slice_name, repeat)
     entry = {"family": recipe.family, "model": recipe.model, "recipe": recipe.name}
     entry.update(slice=slice_name, repeat=repeat, seed=repeat, model_dir=str(model_dir))
     command = run_command(recipe, slice_name, repeat, model_dir)

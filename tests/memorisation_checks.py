@@ -25,8 +25,9 @@ SCENES = (
     "learning_rate.base_lr = 0.02",
     *CONSTANT_RATE,
 )
-DETECTOR = dict(data="digit_scenes", examples=2, metric="AP", threshold=0.9, steps=400, every=40)
-DETECTOR["warmup"] = 20
+DETECTOR = dict(
+    data="digit_scenes", examples=2, metric="AP", threshold=0.9, steps=400, every=40, warmup=20
+)
 # Mask R-CNN trains on one replica: on cpu-2, one or two scenes a replica, box AP stalled at
 # 0.83 and mask AP at 0.44 by step 400 (per-replica BN statistics); on one replica, 4 scenes
 # reached box AP 0.91 and mask AP 0.63 (masks of thin strokes, 28x28 per box, pasted back into
