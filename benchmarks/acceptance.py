@@ -22,6 +22,8 @@ from pathlib import Path
 
 from absl import flags
 
+from benchmarks.export_checks import CHECKS as EXPORT_CHECKS
+from benchmarks.export_checks import ExportCheck, check_export
 from benchmarks.output import format_number, progress, run_cli
 from benchmarks.plots import plot_tta_by_recipe
 from benchmarks.recipes import families as registered_families
@@ -91,14 +93,32 @@ def accept(out: Path, families: list[str], timeout_s: int = 3600) -> dict:
         summaries += run_family(family, out, timeout_s)
     newest = {(r.recipe_path, r.model): r for r in load_runs(out)}
     rows = [row(newest[(s["recipe"], s["model"])], s["wall_s"]) for s in summaries]
+    for r in rows:
+        r["export"] = exported(r, out)
     plot = plot_tta_by_recipe(rows, out / PLOT)
     result = {"out": str(out), "rows": rows, "plot": str(plot)}
     result["seconds"] = time.monotonic() - started
     result["missed"] = [
         f"{r['recipe']} ({r['model']}, {SLICE}): {r['error']}" for r in rows if r["error"]
+    ] + [
+        f"{r['recipe']} ({r['model']}, {SLICE}): {r['export']}"
+        for r in rows
+        if r["export"] and not r["export"].passed
     ]
     (out / TABLE).write_text(render(result) + "\n")
     return result
+
+
+def exported(r: dict, out: Path) -> ExportCheck | None:
+    """The recipe's export check (benchmarks/export_checks.py) on its run, once it reached its
+    target; None for a recipe without one or a run that missed."""
+    if r["error"] or r["recipe"] not in EXPORT_CHECKS:
+        return None
+    progress(f"acceptance: export check of {r['recipe']}")
+    try:
+        return check_export(r["recipe"], run_dir(out, r["recipe"], r["model"], SLICE, 0))
+    except (RuntimeError, OSError, ValueError) as error:  # named in the table, not a traceback
+        return ExportCheck(f"export check failed ({error})", float("nan"), 0.0)
 
 
 def row(run: RunResult, wall_s: float) -> dict:
@@ -120,8 +140,8 @@ def row(run: RunResult, wall_s: float) -> dict:
 def render(result: dict) -> str:
     lines = [
         "| recipe | model | target | reached | time to target (s) | epochs or steps "
-        "| examples/s | whole run (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| examples/s | whole run (s) | export check |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         length = f"{r['epochs']:g} epochs" if r["epochs"] is not None else f"{r['steps']} steps"
@@ -129,7 +149,8 @@ def render(result: dict) -> str:
             f"| {r['recipe']} | {r['model']} | {r['target'] or '-'} "
             f"| {'yes' if r['status'] == 'success' else 'NO'} "
             f"| {format_number(r['time_to_target_s'], '.1f')} | {length} "
-            f"| {format_number(r['examples_per_second'], ',.0f')} | {r['wall_s']:.0f} |"
+            f"| {format_number(r['examples_per_second'], ',.0f')} | {r['wall_s']:.0f} "
+            f"| {r.get('export') or '-'} |"
         )
     lines.append(f"\nWhole command: {result['seconds']:.0f} s. Plot: {result['plot']}")
     lines += [f"missed: {line}" for line in result["missed"]]

@@ -45,13 +45,15 @@ COUNTINGS = {
 @dataclass(frozen=True)
 class PublishedCount:
     """A parameter count as `source` printed it (`figure`: "3.4M", "25,557,032"), counted by
-    `counting` at 1000 classes with builder arguments `config` (beyond the variant's own)."""
+    `counting` at 1000 classes with builder arguments `config` (beyond the variant's own), of
+    the whole model or of its sub-model `part` (a GAN's "generator" or "discriminator")."""
 
     figure: str
     source: str
     counting: str = "weights"
     config: Mapping[str, Any] = field(default_factory=dict)
     disagrees: str = ""  # why the variant's count does not round to the figure, if it does not
+    part: str = ""
 
     @property
     def value(self) -> int:

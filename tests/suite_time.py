@@ -5,8 +5,11 @@ its subprocesses used the CPU for under a quarter of their wall time.
 A family is the test's folder under tests/ (tests/deeplab/...) or, for the suite-wide files
 (tests/test_models.py, tests/test_family_defaults.py), the family of the variant, recipe or
 family that its parameters name; everything else is `shared` (tests/core, tests/data, ...). A
-kind is the test's first marker among KINDS, else `unit`. Under pytest-xdist each worker
-measures its own tests' CPU and the controller adds the reports up."""
+kind is the test's first marker among KINDS, else `unit`. Time a test spends in
+`models.data.builtin.prepare` (building a built-in dataset into the session's cache, or waiting
+for another worker to) is the row BUILTIN_ROW's, not the test's: whichever test first needs a
+dataset builds it for every later one. Under pytest-xdist each worker measures its own tests'
+CPU and the controller adds the reports up."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ KINDS = ("memorise", "slow")
 SPINE = "resnet"  # ResNet's tests are also the spine's (resume, signals, clusters)
 STALL_MIN_S = 20.0
 STALL_CPU_SHARE = 0.25
+BUILTIN_ROW = "built-in data"
 
 
 def _cpu_seconds() -> float:
@@ -40,6 +44,24 @@ class SuiteTimes:
         self.wall: dict[str, float] = defaultdict(float)
         self.cpu: dict[str, float] = defaultdict(float)
         self.kind: dict[str, str] = {}
+        self.building = [0.0, 0.0]  # this process's wall and CPU seconds in builtin.prepare
+        self.built = [0.0, 0.0]  # the session's (the controller adds up the reports)
+        self._watch_builtins()
+
+    def _watch_builtins(self) -> None:
+        from models.data import builtin
+
+        prepare = builtin.prepare
+
+        def timed(name: str) -> str:
+            wall, cpu = time.monotonic(), _cpu_seconds()
+            try:
+                return prepare(name)
+            finally:
+                self.building[0] += time.monotonic() - wall
+                self.building[1] += _cpu_seconds() - cpu
+
+        builtin.prepare = timed
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item):
@@ -54,13 +76,20 @@ class SuiteTimes:
         yield from self._measured(item)
 
     def _measured(self, item):
-        start = _cpu_seconds()
+        start, building = _cpu_seconds(), list(self.building)
         yield
         item.user_properties.append(("cpu_s", _cpu_seconds() - start))
+        item.user_properties.append(("builtin_wall_s", self.building[0] - building[0]))
+        item.user_properties.append(("builtin_cpu_s", self.building[1] - building[1]))
 
     def pytest_runtest_logreport(self, report) -> None:
-        self.wall[report.nodeid] += report.duration
-        self.cpu[report.nodeid] += sum(v for k, v in report.user_properties if k == "cpu_s")
+        def total(name: str) -> float:
+            return sum(v for k, v in report.user_properties if k == name)
+
+        built = total("builtin_wall_s"), total("builtin_cpu_s")
+        self.wall[report.nodeid] += report.duration - built[0]
+        self.cpu[report.nodeid] += total("cpu_s") - built[1]
+        self.built = [self.built[0] + built[0], self.built[1] + built[1]]
         keywords = report.keywords
         self.kind.setdefault(report.nodeid, next((k for k in KINDS if k in keywords), "unit"))
 
@@ -95,7 +124,8 @@ class SuiteTimes:
             cells = "".join(f"{kinds.get(c, 0.0):>10.1f}" for c in columns)
             note = "  (spine)" if family == SPINE else ""
             write(f"{family:<18}{cells}{sum(kinds.values()):>10.1f}{note}")
-        total = sum(self.wall.values())
+        write(f"{BUILTIN_ROW:<18}" + " " * 10 * len(columns) + f"{self.built[0]:>10.1f}")
+        total = sum(self.wall.values()) + self.built[0]
         write(f"{'all':<18}" + " " * 10 * len(columns) + f"{total:>10.1f}")
         stalls = [
             (nodeid, wall, self.cpu[nodeid])

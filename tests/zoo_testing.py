@@ -61,28 +61,6 @@ def run_model(
     )
 
 
-def serve_fresh(export_dir: str, inputs: dict[str, list[str]], env: dict) -> dict:
-    """The SavedModel's `serving_default` answers to string `inputs`, from a process that
-    imports only TensorFlow and tensorflow-text (whose tokenizer ops exported text models use);
-    the inputs go through stdin (thousands of texts would pass the kernel's argument limit)."""
-    script = f"""
-import json, sys, tensorflow as tf, tensorflow_text
-serve = tf.saved_model.load({export_dir!r}).signatures["serving_default"]
-out = serve(**{{k: tf.constant(v, tf.string) for k, v in json.load(sys.stdin).items()}})
-print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}, default=bytes.decode))
-"""
-    result = subprocess.run(
-        [PYTHON, "-c", script],
-        input=json.dumps(inputs),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def run_converter(name: str, *args: str, env: dict) -> subprocess.CompletedProcess:
     """Runs `python -m models.data.convert.<name> ARGS` as its users do."""
     command = [PYTHON, "-m", f"models.data.convert.{name}", *args]

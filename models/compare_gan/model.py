@@ -153,18 +153,14 @@ def _check_split(z_dim: int, chunks: int) -> None:
         )
 
 
-# compare_gan's resnet_biggan.py docstring (128: also its resnet_biggan_test.py): trainable
-# variables of G and D at 1000 classes, width 96; the figures are their sums.
-_COUNTS = "compare_gan resnet_biggan.py: trainable variables, G {} + D {}"
+# compare_gan's resnet_biggan.py docstring (128: also its resnet_biggan_test.py's
+# testNumberOfParameters): trainable variables of G and of D at 1000 classes, width 96.
+_COUNTS = "compare_gan resnet_biggan.py docstring: trainable variables of {}"
 BIGGAN = {  # image size: (z_dim, G attention, D attention, G count, D count)
     128: (120, "B4", "B1", "70,433,988", "87,982,370"),
     256: (140, "B5", "B2", "82,097,604", "98,635,298"),
     512: (160, "B4", "B3", "82,468,068", "98,801,378"),
 }
-
-
-def _total(*figures: str) -> str:
-    return f"{sum(int(f.replace(',', '')) for f in figures):,}"
 
 
 for _size, (_z, _g, _d, _g_count, _d_count) in BIGGAN.items():
@@ -186,12 +182,9 @@ for _size, (_z, _g, _d, _g_count, _d_count) in BIGGAN.items():
         },
         # image_size again: ModelEntry.image_size (the native size) reads the defaults
         defaults={"image_size": _size, "num_classes": 1000},
-        published=(
-            PublishedCount(
-                _total(_g_count, _d_count),
-                _COUNTS.format(_g_count, _d_count),
-                counting="trainable",
-            ),
+        published=tuple(
+            PublishedCount(count, _COUNTS.format(part), counting="trainable", part=part)
+            for part, count in (("generator", _g_count), ("discriminator", _d_count))
         ),
     )(compare_gan)
 

@@ -2,7 +2,8 @@
 memorises one batch of the built-in python_docs, then bert/glosses.gin and bert/squad.gin start
 from that run's encoder (train.init_checkpoint) and memorise one batch of WordNet glosses and
 questions; each run exports a SavedModel that answers raw strings in a fresh process (which
-imports only TensorFlow and tensorflow-text) as the run's evaluation did. With the labels
+imports only TensorFlow and tensorflow-text) as the run's evaluation did (SQuAD's: spans of the
+context at their start bytes, none for an empty context). With the labels
 shuffled at every step (tests/breakages.py), pretraining and fine-tuning fail their checks.
 The recipes' targets on the full built-in data are `make acceptance`'s (README, "Tests")."""
 
@@ -17,7 +18,8 @@ from memorisation import check_fails, check_memorises, export
 from memorisation_checks import BY_NAME
 from official.nlp.tools import squad_evaluate_v1_1
 from one_batch_data import one_batch
-from zoo_testing import serve_fresh
+
+from benchmarks.export_checks import serve_fresh
 
 PRETRAINING, GLOSSES, SQUAD = (BY_NAME[name] for name in ("bert", "bert/glosses", "bert/squad"))
 
@@ -66,8 +68,12 @@ def test_pretraining_then_fine_tuning_memorise_export_and_serve(tmp_path, cli_en
         for qa in item["qas"]
     ]
     ids, question, context = (list(column) for column in zip(*questions, strict=True))
-    inputs = {"question": question, "context": context}
-    answers = serve_fresh(export(SQUAD, squad, cli_env), inputs, cli_env)["answer"]
+    inputs = {"question": [*question, "Who?"], "context": [*context, ""]}
+    served = serve_fresh(export(SQUAD, squad, cli_env), inputs, cli_env)
+    answers, starts = served["answer"], served["start"]
+    assert answers.pop() == "" and starts.pop() == -1  # an empty context has no answer
+    for answer, start, text in zip(answers, starts, context, strict=True):
+        assert text.encode()[start:].startswith(answer.encode())  # a span at its start byte
     scores = squad_evaluate_v1_1.evaluate(dev["data"], dict(zip(ids, answers, strict=True)))
     # The export reads a context's first window only: one more answer may be missed there.
     assert scores["final_f1"] >= 0.7, scores

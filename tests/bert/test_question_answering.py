@@ -1,17 +1,16 @@
-"""SQuAD span extraction: the official EM/F1 of predicted spans mapped back to text, the
-exported model's in-graph span search, and a run from the command line."""
+"""SQuAD span extraction: the official EM/F1 of predicted spans mapped back to text and the
+exported model's in-graph span search. Fine-tuning from the command line, its export and its
+answers in a fresh process are tests/bert/test_bert_chain.py's."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from squad_testing import write_squad
-from zoo_testing import PYTHON
 
 from models.bert.question_answering import QuestionAnsweringTask, SpanLogits, best_spans
 from models.data.convert.squad import Windows, convert, features, read_squad
@@ -70,41 +69,3 @@ def test_span_search_matches_brute_force():
             assert score[row] == -np.inf
             continue
         assert tuple(best[row].numpy()) == max(spans)[1]
-
-
-@pytest.mark.slow
-def test_fine_tunes_from_the_cli_and_the_export_answers_raw_strings(squad_dir, tmp_path, cli_env):
-    model_dir = tmp_path / "run"
-    params = [
-        "run.task = @QuestionAnsweringTask",
-        'run.model = "bert_tiny"',
-        "squad_input.seq_length = 48",
-        "train.global_batch_size = 8",
-        "train.examples = None",
-        "train.steps = 20",
-        "evaluation.every_examples = None",
-        "evaluation.every_steps = 20",
-        'train.target_metric = "f1"',
-    ]
-    base = [PYTHON, "-m", "models.bert", f"--model_dir={model_dir}"]
-    base += [f"--data_dir={squad_dir / 'records'}", *(f"--gin_param={p}" for p in params)]
-    for mode in ("train", "export"):
-        result = subprocess.run([*base, f"--mode={mode}"], capture_output=True, text=True,
-                                env=cli_env, timeout=600)  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
-    assert "f1" in (model_dir / "operative_config.gin").read_text()
-    exported = sorted((model_dir / "export").iterdir())[-1]
-    script = (
-        "import sys, tensorflow as tf, tensorflow_text\n"
-        "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
-        "out = serve(question=tf.constant(['Who developed it?', 'x']),\n"
-        "            context=tf.constant(['Google developed the TPU.', '']))\n"
-        "print((out['answer'].numpy().tolist(), out['start'].numpy().tolist()))\n"
-    )
-    fresh = subprocess.run([PYTHON, "-c", script, str(exported)], capture_output=True,
-                           text=True, timeout=300)  # fmt: skip
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    answers, starts = eval(fresh.stdout.strip().splitlines()[-1])  # noqa: S307 - our output
-    context = b"Google developed the TPU."
-    assert answers[0] and context[starts[0] :].startswith(answers[0])  # a span of the context
-    assert answers[1] == b"" and starts[1] == -1  # an empty context has none

@@ -6,7 +6,9 @@ import io
 import json
 import shutil
 import tempfile
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -96,7 +98,21 @@ def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(digits, "write", crash)
     with pytest.raises(KeyboardInterrupt):
         digits.prepare(tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == [".locks"]  # no dataset, half or whole
+
+
+def test_concurrent_builders_build_once(tmp_path: Path) -> None:
+    """Processes (here threads) that need a dataset at once wait for the one building it."""
+    writes = []
+
+    def write(directory: Path) -> None:
+        writes.append(directory)
+        time.sleep(0.2)
+        (directory / "dataset_info.json").write_text("{}")
+
+    with ThreadPoolExecutor(4) as pool:
+        built = list(pool.map(lambda _: builtin.build_once("set", write, tmp_path), range(4)))
+    assert built == [str(tmp_path / "set")] * 4 and len(writes) == 1
 
 
 def test_unknown_builtin_suggests_nearest() -> None:

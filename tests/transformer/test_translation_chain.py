@@ -15,8 +15,9 @@ import pytest
 from memorisation import check_fails, check_memorises, export, run_mode
 from memorisation_checks import BY_NAME
 from one_batch_data import one_batch
-from zoo_testing import PYTHON, latest_record, serve_fresh
+from zoo_testing import PYTHON, latest_record
 
+from benchmarks.export_checks import serve_fresh
 from models.data.translation import TranslationInput
 
 SACREBLEU = str(Path(PYTHON).parent / "sacrebleu")

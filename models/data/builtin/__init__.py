@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -21,19 +23,39 @@ def cache_dir() -> Path:
 def build_once(name: str, write: Callable[[Path], None], root: Path | None = None) -> str:
     """root/name (root: the cache), written once by write(staging dir) into a temp dir beside
     it and renamed in, so no reader (another test worker) ever sees half a dataset. A dataset
-    is complete when its dataset_info.json exists: write it last."""
+    is complete when its dataset_info.json exists: write it last. Processes that need it at
+    the same time wait for the one that builds it (a file lock) instead of building it again."""
     root = Path(root) if root is not None else cache_dir()
     target = root / name
     if not _complete(target):
         root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root))
-        try:
-            staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared.
-            write(staging)
-            _publish(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with _locked(root / ".locks" / name):
+            if not _complete(target):
+                _build(name, write, root, target)
     return str(target)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on `path` for the block (released if the process dies). Lock files
+    stay: removing one while another process waits on it would let a third build again."""
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build(name: str, write: Callable[[Path], None], root: Path, target: Path) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root))
+    try:
+        staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared.
+        write(staging)
+        _publish(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _complete(directory: Path) -> bool:
