@@ -29,18 +29,22 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     tf.config.threading.set_intra_op_parallelism_threads(1)
 
 
-def _options_without_autotuning(self, *args, **kwargs):
-    """tf.data.Options, autotuning off unless a pipeline turns it on. TensorFlow 2.20 destroys an
-    autotuned iterator by joining its tuning thread (Model::OptimizeLoop), which waited out its
-    optimisation period (up to 60 s) instead of waking: in a long-lived test process dropped
-    iterators stalled later tests with the CPU idle (a 1 s test took 67-155 s; gdb showed the
-    main thread in RootDataset::Iterator::~Iterator). In-process tests do not measure speed."""
-    _options_init(self, *args, **kwargs)
-    self.autotune.enabled = False
+def _iterated_without_autotuning(self):
+    """What every iterator of this process iterates (tf.data calls this wherever it makes one:
+    Dataset.__iter__, distributed and multi-device iterators, tf.data service): the dataset with
+    autotuning off, whatever options the pipeline set. TensorFlow 2.20 destroys an autotuned
+    iterator by joining its tuning thread (Model::OptimizeLoop), which waits out its
+    optimisation period (up to 60 s) instead of waking: in a long-lived test process, dropped
+    iterators stalled whichever later test the garbage collector ran in, with the CPU idle (a 1 s
+    test took 60-155 s; gdb showed the main thread in RootDataset::Iterator::~Iterator).
+    In-process tests do not measure speed; the CLI runs in subprocesses keep autotuning."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return _apply_debug_options(self).with_options(options)
 
 
-_options_init = tf.data.Options.__init__
-tf.data.Options.__init__ = _options_without_autotuning
+_apply_debug_options = tf.data.Dataset._apply_debug_options
+tf.data.Dataset._apply_debug_options = _iterated_without_autotuning
 
 
 def pytest_configure(config) -> None:

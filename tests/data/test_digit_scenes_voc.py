@@ -95,7 +95,7 @@ def test_prepare_is_cached_converted_and_registered(tmp_path: Path, monkeypatch)
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     directory = Path(builtin.prepare("digit_scenes_voc"))
     assert directory == tmp_path / digit_scenes_voc.NAME
-    assert sorted(p.name for p in tmp_path.iterdir()) == [digit_scenes_voc.NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [builtin.LOCKS, digit_scenes_voc.NAME]
     assert sorted(p.name for p in directory.iterdir()) == [
         "ImageSets",
         "JPEGImages",

@@ -98,7 +98,9 @@ def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(digits, "write", crash)
     with pytest.raises(KeyboardInterrupt):
         digits.prepare(tmp_path)
-    assert [path.name for path in tmp_path.iterdir()] == [".locks"]  # no dataset, half or whole
+    assert [path.name for path in tmp_path.iterdir()] == [
+        builtin.LOCKS
+    ]  # no dataset, half or whole
 
 
 def test_concurrent_builders_build_once(tmp_path: Path) -> None:

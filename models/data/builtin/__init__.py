@@ -13,6 +13,7 @@ from pathlib import Path
 from models.core.errors import UsageError, nearest
 
 DEFAULT_CACHE_DIR = "~/.cache/tpu-pod-zoo"
+LOCKS = ".locks"  # the cache's folder of per-dataset lock files (build_once)
 
 
 def cache_dir() -> Path:
@@ -29,7 +30,7 @@ def build_once(name: str, write: Callable[[Path], None], root: Path | None = Non
     target = root / name
     if not _complete(target):
         root.mkdir(parents=True, exist_ok=True)
-        with _locked(root / ".locks" / name):
+        with _locked(root / LOCKS / name):
             if not _complete(target):
                 _build(name, write, root, target)
     return str(target)
