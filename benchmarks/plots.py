@@ -74,7 +74,7 @@ def plot_metric_vs_time(name: str, runs: list[RunResult], path: Path) -> Path:
 def plot_tta_by_recipe(rows: list[dict], path: Path) -> Path:
     """Time to target of each recipe's run (`benchmarks.acceptance` rows), one bar each; a run
     that missed its target is a red bar of its whole run, labelled `missed`."""
-    fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(rows) + 1.4), dpi=120)
+    fig, ax = plt.subplots(figsize=(10.0, 0.45 * len(rows) + 1.4), dpi=120)
     names = [f"{r['recipe']} ({r['target'] or 'no target'})" for r in rows]
     reached = [r["status"] == "success" and r["time_to_target_s"] is not None for r in rows]
     pairs = zip(rows, reached, strict=True)
@@ -83,6 +83,7 @@ def plot_tta_by_recipe(rows: list[dict], path: Path) -> Path:
     ax.barh(names, seconds, color=colours)
     for y, (value, ok) in enumerate(zip(seconds, reached, strict=True)):
         ax.text(value, y, f" {value:.0f} s" if ok else " missed", va="center")
+    ax.set_xlim(0, max(seconds, default=1.0) * 1.15)  # room for the last bar's label
     ax.invert_yaxis()
     ax.set_xlabel("time to target on cpu-1 (s, MLPerf run_start to run_stop)")
     ax.set_title("Default recipes: time to target on built-in data")
@@ -92,6 +93,6 @@ def plot_tta_by_recipe(rows: list[dict], path: Path) -> Path:
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")  # long labels and titles stay inside the image
     plt.close(fig)
     return path
