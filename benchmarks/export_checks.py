@@ -78,6 +78,18 @@ def glosses_accuracy(export_dir: str) -> ExportCheck:
     return ExportCheck("export accuracy on 2,000 dev glosses", right / len(labels), 0.45)
 
 
+def squad_questions(dev: dict) -> tuple[list[str], list[str], list[str]]:
+    """(ids, questions, contexts) of a SQuAD v1.1 JSON's every question, in file order."""
+    rows = [
+        (qa["id"], qa["question"], item["context"])
+        for article in dev["data"]
+        for item in article["paragraphs"]
+        for qa in item["qas"]
+    ]
+    ids, questions, contexts = (list(column) for column in zip(*rows, strict=True))
+    return ids, questions, contexts
+
+
 def squad_f1(export_dir: str) -> ExportCheck:
     """SQuAD v1.1 F1 of the export's answers to the raw dev questions of the built-in
     wordnet_qa (the export reads a context's first window only, which holds most answers)."""
@@ -86,13 +98,7 @@ def squad_f1(export_dir: str) -> ExportCheck:
     from models.data import builtin
 
     dev = json.loads(Path(builtin.prepare("wordnet_qa"), "validation.json").read_text())
-    questions = [
-        (qa["id"], qa["question"], item["context"])
-        for article in dev["data"]
-        for item in article["paragraphs"]
-        for qa in item["qas"]
-    ]
-    ids, question, context = (list(column) for column in zip(*questions, strict=True))
+    ids, question, context = squad_questions(dev)
     answers = serve_fresh(export_dir, {"question": question, "context": context})["answer"]
     scores = squad_evaluate_v1_1.evaluate(dev["data"], dict(zip(ids, answers, strict=True)))
     return ExportCheck("export F1 on the dev questions", scores["final_f1"], 0.5)

@@ -19,7 +19,7 @@ from memorisation_checks import BY_NAME
 from official.nlp.tools import squad_evaluate_v1_1
 from one_batch_data import one_batch
 
-from benchmarks.export_checks import serve_fresh
+from benchmarks.export_checks import serve_fresh, squad_questions
 
 PRETRAINING, GLOSSES, SQUAD = (BY_NAME[name] for name in ("bert", "bert/glosses", "bert/squad"))
 
@@ -61,13 +61,7 @@ def test_pretraining_then_fine_tuning_memorise_export_and_serve(tmp_path, cli_en
     outcome = check_memorises(_from(SQUAD, pretrained), squad, cli_env)
     assert f"initialised model/encoder_network from {pretrained}/ckpt-" in outcome.output
     dev = json.loads(Path(one_batch(SQUAD.data, SQUAD.examples), "validation.json").read_text())
-    questions = [
-        (qa["id"], qa["question"], item["context"])
-        for article in dev["data"]
-        for item in article["paragraphs"]
-        for qa in item["qas"]
-    ]
-    ids, question, context = (list(column) for column in zip(*questions, strict=True))
+    ids, question, context = squad_questions(dev)
     inputs = {"question": [*question, "Who?"], "context": [*context, ""]}
     served = serve_fresh(export(SQUAD, squad, cli_env), inputs, cli_env)
     answers, starts = served["answer"], served["start"]
