@@ -74,6 +74,18 @@ def latest_record(model_dir) -> dict:
     return json.loads(records[-1].read_text())
 
 
+def summary_steps(folder) -> dict[str, list[int]]:
+    """Every tag in the TensorBoard event files of `folder`: the steps it was written at."""
+    import tensorflow as tf
+
+    steps: dict[str, list[int]] = {}
+    for path in sorted(Path(folder).glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                steps.setdefault(value.tag, []).append(event.step)
+    return steps
+
+
 def checkpoint_files(model_dir) -> dict[str, bytes]:
     """Every checkpoint file in model_dir with its contents."""
     root = Path(model_dir)

@@ -50,12 +50,8 @@ class AdversarialPair(tf_keras.Model):
         }
 
     def build_both(self, batch_size: int = 2) -> AdversarialPair:
-        """Creates both networks' variables by calling them on symbolic inputs: traced once,
-        not run, so a full-size BigGAN is built without a forward pass at 512x512."""
-        inputs = {
-            "noise": tf_keras.Input([self.z_dim], batch_size),
-            "label": tf_keras.Input([], batch_size, dtype=tf.int32),
-        }
+        """Creates both networks' variables by running one example batch through them."""
+        inputs = self.example_inputs(batch_size)
         images = self.generator(inputs, training=False)
         self.discriminator({"image": images, "label": inputs["label"]}, training=False)
         self(inputs, training=False)

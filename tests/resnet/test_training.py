@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli import SHARES_TRAINED_RUN, latest_record, resnet_command, run_resnet
-from zoo_testing import PYTHON, latest_step, wait_for
+from zoo_testing import PYTHON, latest_step, summary_steps, wait_for
 
 
 @pytest.mark.slow
@@ -26,6 +26,10 @@ def test_default_recipe_reaches_target(trained):
     for key in ("init_start", "run_start", "eval_accuracy", "run_stop"):
         assert f'"key": "{key}"' in mlperf_log
     assert '"status": "success"' in mlperf_log
+    # TensorBoard's curves reach the last step (the process ends without Python's teardown)
+    train, evaluation = (summary_steps(model_dir / "summaries" / f) for f in ("train", "eval"))
+    assert max(train["loss"]) == record["steps"] and train["operative_config"] == [0]
+    assert max(evaluation["top_1_accuracy"]) == record["steps"]
 
 
 @pytest.mark.slow
