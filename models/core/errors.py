@@ -154,8 +154,13 @@ def _stopped(signum: int, what: str) -> NoReturn:
 
 
 def run_app(main: Callable[[list[str]], object]) -> None:
-    """absl `app.run(main)` where flag errors, UsageError and bad data print one line, exit 2."""
+    """absl `app.run(main)` where flag errors, UsageError and bad data print one line, exit 2;
+    C libraries' noise is kept off the terminal (models/core/stderr_filter.py)."""
     from absl import app, flags
+
+    from models.core.stderr_filter import filter_c_stderr
+
+    filter_c_stderr()
 
     def parse(argv: list[str]) -> list[str]:
         try:

@@ -25,7 +25,6 @@ from models.core.predict import check_paths
 from models.core.recipe import RunSpec
 from models.core.run_lock import model_dir_lock
 from models.core.settings import TrainSettings
-from models.core.stderr_filter import filter_c_stderr
 from models.core.strategy import build_strategy, check_slice_matches
 from models.core.task import Task
 
@@ -151,7 +150,6 @@ def main(family: str) -> None:
     define_flags()
     logging.set_verbosity(logging.WARNING)
     stop_on_signals()
-    filter_c_stderr()
 
     def _main(argv):
         if len(argv) > 1:

@@ -33,7 +33,13 @@ ABSL_EARLY_NOISE = (
 # unrewritten, e.g. the remapper on DCGAN's LeakyRelu gradients: an E0000 line about nothing
 # the user can act on.
 GRAPPLER_NOISE = r"E0000 00:00:[0-9.]+ +[0-9]+ meta_optimizer\.cc:[0-9]+\] [a-z_ ]+ failed: "
-NOISE = f"{LIBJPEG_NOISE}|{ABSL_EARLY_NOISE}|{GRAPPLER_NOISE}"
+# CUDA's probe on a machine without a GPU driver, which TensorFlow logs as an error once per
+# process (shown when a user's shell sets TF_CPP_MIN_LOG_LEVEL below 3): the run goes on on CPU.
+CUDA_PROBE_NOISE = (
+    r"(?:[0-9-]+ [0-9:.]+: E |E0000 00:00:[0-9.]+ +[0-9]+ )"
+    r"\S*cuda_platform\.cc:[0-9]+\] failed call to cuInit: "
+)
+NOISE = f"{LIBJPEG_NOISE}|{ABSL_EARLY_NOISE}|{GRAPPLER_NOISE}|{CUDA_PROBE_NOISE}"
 _ACTIVE = "ZOO_STDERR_FILTERED"  # set in the environment: children share the filtered pipe
 _children: list[subprocess.Popen] = []  # held, so that no ResourceWarning fires while it reads
 
