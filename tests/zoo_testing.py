@@ -74,15 +74,28 @@ def latest_record(model_dir) -> dict:
     return json.loads(records[-1].read_text())
 
 
-def summary_steps(folder) -> dict[str, list[int]]:
-    """Every tag in the TensorBoard event files of `folder`: the steps it was written at."""
+def event_file_steps(path) -> dict[str, list[int]]:
+    """Every tag in one TensorBoard event file: the steps it was written at."""
     import tensorflow as tf
 
     steps: dict[str, list[int]] = {}
-    for path in sorted(Path(folder).glob("events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(str(path)):
-            for value in event.summary.value:
-                steps.setdefault(value.tag, []).append(event.step)
+    for event in tf.compat.v1.train.summary_iterator(str(path)):
+        for value in event.summary.value:
+            steps.setdefault(value.tag, []).append(event.step)
+    return steps
+
+
+def event_files(folder) -> list[Path]:
+    """The TensorBoard event files of `folder`, oldest first."""
+    return sorted(Path(folder).glob("events.out.tfevents.*"))
+
+
+def summary_steps(folder) -> dict[str, list[int]]:
+    """Every tag in the TensorBoard event files of `folder`: the steps it was written at."""
+    steps: dict[str, list[int]] = {}
+    for path in event_files(folder):
+        for tag, written in event_file_steps(path).items():
+            steps.setdefault(tag, []).extend(written)
     return steps
 
 

@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
-from zoo_testing import PYTHON, latest_step, model_command, one_error_line, run_model, wait_for
+from zoo_testing import (
+    PYTHON,
+    event_file_steps,
+    event_files,
+    latest_step,
+    model_command,
+    one_error_line,
+    run_model,
+    wait_for,
+)
 
 from models import registry
 
@@ -52,17 +61,8 @@ def _train(model_dir, steps: int, *args: str) -> list[str]:
 
 def _image_steps(folder) -> list[list[int]]:
     """For each TensorBoard event file in `folder` that holds sample grids: their steps."""
-    found = []
-    for path in sorted(folder.glob("events.out.tfevents.*")):
-        steps = [
-            event.step
-            for event in tf.compat.v1.train.summary_iterator(str(path))
-            for value in event.summary.value
-            if value.tag == "samples"
-        ]
-        if steps:
-            found.append(steps)
-    return found
+    files = (event_file_steps(path) for path in event_files(folder))
+    return [steps["samples"] for steps in files if "samples" in steps]
 
 
 def _checkpoint_values(model_dir) -> dict[str, np.ndarray]:
