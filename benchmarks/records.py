@@ -86,18 +86,21 @@ def read_mllog(path: str | Path) -> list[dict]:
     return events
 
 
-def mllog_timing(events: list[dict]) -> tuple[float | None, str, list[tuple[float, float]]]:
-    """(run_start -> run_stop seconds, run_stop status, eval curve) from MLPerf events."""
+def mllog_timing(events: list[dict]) -> tuple[float | None, str]:
+    """(run_start -> run_stop seconds, run_stop status) from MLPerf events."""
     start = next((e["time_ms"] for e in events if e["key"] == "run_start"), None)
     stop = next((e for e in events if e["key"] == "run_stop"), None)
     status = stop["metadata"].get("status", "aborted") if stop else "aborted"
     seconds = (stop["time_ms"] - start) / 1000.0 if stop and start is not None else None
-    curve = [
-        ((e["time_ms"] - start) / 1000.0, float(e["value"]))
-        for e in events
-        if e["key"] == "eval_accuracy" and start is not None
-    ]
-    return seconds, status, curve
+    return seconds, status
+
+
+def record_curve(record: dict) -> list[tuple[float, float]]:
+    """(seconds since run_start, the target metric) of each evaluation in a JSON record (not
+    the MLPerf log's eval_accuracy, which takes each benchmark's own shape and scale)."""
+    metric = record.get("target_metric")
+    points = record.get("eval_curve") or []
+    return [(float(p["seconds"]), float(p[metric])) for p in points if metric in p]
 
 
 # What a run record adds to (or corrects in) the index entry.
@@ -143,9 +146,10 @@ def load_run(entry: dict) -> RunResult:
         if name in record:
             setattr(result, name, record[name])
     if log_path:
-        seconds, status, curve = mllog_timing(read_mllog(log_path))
+        seconds, status = mllog_timing(read_mllog(log_path))
         earlier = result.segments[:-1] if result.resumed else []
         before = sum(float(s.get("seconds") or 0.0) for s in earlier)
+        curve = record_curve(record)
         result.curve = [(t + before, value) for t, value in curve]  # from the first run_start
         if status == "success" and entry.get("exit_code") == 0:
             result.status = "success"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from models.core.errors import UsageError, nearest
+from models.core.gin_types import check_argument_type
 from models.paths import CONFIGS_DIR  # also models.registry.CONFIGS_DIR, for its importers
 from models.recipe_text import expanded_lines
 
@@ -153,6 +154,7 @@ class ModelEntry:
         for setting, name, value in settings:
             if name in self.fixed and value != self.fixed[name]:
                 raise UsageError(f"{setting}: {self._fixed_advice(name, value)}")
+            check_argument_type(self.builder, name, value, setting)
         own = {k: v for k, v in self.defaults.items() if k not in overrides and k not in bound}
         return {**own, **overrides, **self.fixed}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from memorisation import check_fails, check_memorises, evaluate, meets
 from memorisation_checks import BY_NAME, CHECKS
+from serving_checks import check_user_modes
 
 from models import registry
 
@@ -26,10 +27,15 @@ CHAINED = {"bert", "transformer"}
 @pytest.mark.memorise
 @pytest.mark.parametrize("name", [spec.name for spec in CHECKS if spec.family not in CHAINED])
 def test_memorises_one_batch(name, tmp_path, cli_env):
-    """The check passes; where the family's check also guards its evaluation, `--mode=eval` of
-    the memorised checkpoint with a bug put in the evaluation (tests/breakages.py) fails it."""
+    """The check passes; `--mode=eval` of the memorised checkpoint meets it too; the run's
+    export, served in a fresh process, and `--mode=predict` answer as the memorised model
+    does (tests/serving_checks.py); where the family's check also guards its evaluation,
+    `--mode=eval` with a bug put in the evaluation (tests/breakages.py) fails it."""
     spec, run = BY_NAME[name], tmp_path / "run"
     check_memorises(spec, run, cli_env)
+    evaluated = evaluate(spec, run, cli_env)  # --mode=eval of the memorised checkpoint
+    assert meets(spec, evaluated), evaluated
+    check_user_modes(spec, run, cli_env, tmp_path)
     if spec.eval_breakage:
         broken = evaluate(spec, run, cli_env, breakage=spec.eval_breakage)
         assert not meets(spec, broken), f"{spec.eval_breakage}: {broken}"

@@ -163,3 +163,12 @@ def test_list_without_a_match_is_one_line(cli_env):
     command = [PYTHON, "-m", "models", "--list", "resnet9*"]
     bad = subprocess.run(command, capture_output=True, text=True, env=cli_env)
     assert (bad.returncode, bad.stderr) == (2, "error: no registered model matches 'resnet9*'\n")
+
+
+def test_a_builder_argument_of_the_wrong_type_names_the_setting():
+    """`compare_gan.width = "wide"` once failed deep in the model as "'<' not supported"."""
+    with pytest.raises(UsageError, match=r"width='wide': expected int or None"):
+        registry.create_model("biggan_32", width="wide")
+    gin_config.parse([], ['compare_gan.width = "wide"'])
+    with pytest.raises(UsageError, match=r"compare_gan.width = 'wide': expected int or None"):
+        registry.create_model("biggan_32")

@@ -1,4 +1,4 @@
-"""Checkpoints that survive preemption: interval saves, resume, save-on-SIGTERM, NaN abort."""
+"""Checkpoints that survive preemption: interval saves, resume, NaN abort, cluster SIGTERM."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import os
 import re
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
 from models.core.errors import UsageError, first_line
+from models.core.records import trained_by
 
 
 class TrainingAborted(Exception):
@@ -39,7 +41,7 @@ class ResumingCheckpointManager(tf.train.CheckpointManager):
         try:
             with quiet_tensorflow():  # a damaged state file makes TensorFlow warn
                 super().__init__(checkpoint, directory, **kwargs)
-        except UnicodeDecodeError:  # a state file that is not even text: read none
+        except (UnicodeDecodeError, ValueError):  # a state file that is garbage, or empty
             with tempfile.TemporaryDirectory() as empty:
                 super().__init__(checkpoint, empty, **kwargs)
             self._directory = directory
@@ -48,6 +50,17 @@ class ResumingCheckpointManager(tf.train.CheckpointManager):
 
     @property
     def latest_checkpoint(self) -> str | None:
+        return self._latest_checkpoint
+
+    def restore_or_initialize(self) -> str | None:
+        """As TensorFlow's, but strict: a checkpoint that leaves a built variable unrestored
+        (another model's) raises ValueError (checkpoint_must_fit: one line), where TensorFlow
+        would resume "from" it with freshly initialised weights."""
+        if self._latest_checkpoint is None:
+            return super().restore_or_initialize()
+        restore_built(self._checkpoint, self._latest_checkpoint)
+        if self._checkpoint_interval is not None:
+            self._last_checkpoint_step = int(self._step_counter.numpy())
         return self._latest_checkpoint
 
     def save(self, checkpoint_number=None, check_interval: bool = True, options=None):
@@ -154,6 +167,7 @@ def resume_point(model_dir: str) -> tuple[str | None, str | None]:
             f".index or a .data file is missing); restore the missing file{instead}, or use a "
             "fresh --model_dir"
         )
+    _check_readable(newest, prefixes[:-1])
     named, state = _state_latest(model_dir), f"{model_dir.rstrip('/')}/checkpoint"
     if named == newest:
         return newest, None
@@ -166,6 +180,35 @@ def resume_point(model_dir: str) -> tuple[str | None, str | None]:
     else:
         why = "is missing"
     return newest, f"the checkpoint state file {state} {why}; resuming from {newest}"
+
+
+def _check_readable(prefix: str, older: list[str]) -> None:
+    """UsageError naming the checkpoint when its .index cannot be read (empty, cut short,
+    damaged): resuming from an older one would overwrite it, so the user decides."""
+    try:
+        with quiet_tensorflow():
+            tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, RuntimeError, ValueError) as error:
+        intact = [p.rsplit("/", 1)[-1] for p in older if _is_complete(p)]
+        instead = f", or delete its files to resume from {intact[-1]}" if intact else ""
+        raise UsageError(
+            f"checkpoint {prefix}.index cannot be read ({first_line(error)}); restore an intact "
+            f"copy{instead}, or use a fresh --model_dir"
+        ) from None
+
+
+def new_checkpoints(model_dir: str, timeout_s: float, check: Callable[[], None]) -> Iterator[str]:
+    """Each new checkpoint in model_dir as it appears, until none has appeared for
+    `timeout_s`; `check` runs every second of waiting (a stop flag's check raises)."""
+    last = time.monotonic()
+
+    def give_up() -> bool:
+        check()
+        return time.monotonic() - last > timeout_s
+
+    for path in tf.train.checkpoints_iterator(model_dir, timeout=1, timeout_fn=give_up):
+        yield path
+        last = time.monotonic()
 
 
 def _state_latest(model_dir: str) -> str | None:
@@ -187,10 +230,15 @@ def checkpoint_must_fit(model_dir: str):
     try:
         yield
     except (ValueError, tf.errors.InvalidArgumentError) as error:
+        writer = trained_by(model_dir)
+        what = f"(written by a {writer} run) " if writer else ""
+        what += "does not fit this model and recipe"
         fix = "use the recipe that wrote it, or a fresh --model_dir"
-        raise _unusable(model_dir, error, "does not fit this model and recipe", fix) from None
-    except (tf.errors.DataLossError, tf.errors.NotFoundError, IndexError) as error:
-        fix = "restore an intact copy, or use a fresh --model_dir"
+        raise _unusable(model_dir, error, what, fix) from None
+    except (tf.errors.OpError, RuntimeError, IndexError) as error:  # checksums, short files
+        older = intact_checkpoints(model_dir)[-2:-1]
+        instead = f", delete its files to resume from {older[0]}" if older else ""
+        fix = f"restore an intact copy{instead}, or use a fresh --model_dir"
         raise _unusable(model_dir, error, "cannot be read", fix) from None
 
 
@@ -229,27 +277,6 @@ class NanGuard:
                     "training diverged; the last good checkpoint is kept (lower the learning "
                     "rate or check the data)"
                 )
-
-
-class PreemptionWatcher:
-    """orbit train action: on SIGTERM or Ctrl-C (SIGINT), saves a checkpoint at the next loop
-    boundary, then stops."""
-
-    def __init__(self, manager: tf.train.CheckpointManager, global_step: tf.Variable):
-        self.manager, self.global_step = manager, global_step
-        self.requested: int | None = None
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._on_signal)
-
-    def _on_signal(self, signum, frame) -> None:
-        self.requested = signum
-
-    def __call__(self, output: dict | None = None) -> None:
-        if self.requested is not None:
-            step = int(self.global_step.numpy())
-            if step > 0:
-                self.manager.save(checkpoint_number=step, check_interval=False)
-            raise Preempted(step, self.requested)
 
 
 class ClusterPreemption:

@@ -25,25 +25,56 @@ PALETTE = (
 MIN_SIDE = 512  # smaller images are enlarged (whole multiples) so that labels stay legible
 
 
-def draw_boxes(image: np.ndarray, boxes: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-    """`image` (uint8 [H, W, 3]) with each box ([ymin, xmin, ymax, xmax] pixels) outlined and
-    its label written above it, on a filled strip so it stays readable on any background.
-    An image under MIN_SIDE pixels is drawn enlarged by a whole factor."""
+def _enlarged(image: np.ndarray) -> tuple[Image.Image, int]:
+    """The image as PIL's, enlarged by a whole factor when under MIN_SIDE; the factor."""
     zoom = max(1, MIN_SIDE // max(image.shape[:2]))
     picture = Image.fromarray(image)
-    picture = picture.resize((picture.width * zoom, picture.height * zoom), Image.NEAREST)
-    pen = ImageDraw.Draw(picture)
-    width = max(1, round(max(picture.size) / 256))
-    font = ImageFont.load_default(size=max(12, max(picture.size) // 32))
+    return picture.resize((picture.width * zoom, picture.height * zoom), Image.NEAREST), zoom
+
+
+def _font(picture: Image.Image) -> ImageFont.ImageFont:
+    return ImageFont.load_default(size=max(12, max(picture.size) // 32))
+
+
+def _label(pen: ImageDraw.ImageDraw, x: float, y: float, text: str, colour, font) -> float:
+    """`text` written with its bottom-left at (x, y), on a filled strip in `colour` so that it
+    stays readable on any background; the strip's top."""
+    left, top, right, bottom = pen.textbbox((x, y), text, font=font)
+    lift = bottom - top + 2
+    strip = [left, max(top - lift, 0), right + 2, max(bottom - lift, 0) + 2]
+    pen.rectangle(strip, fill=colour)
+    pen.text((strip[0] + 1, strip[1]), text, fill=(0, 0, 0), font=font)
+    return strip[1]
+
+
+def draw_boxes(
+    image: np.ndarray, boxes: np.ndarray, labels: Sequence[str], faded: bool = False
+) -> np.ndarray:
+    """`image` (uint8 [H, W, 3]) with each box ([ymin, xmin, ymax, xmax] pixels) outlined and
+    its label written above it; `faded`: in pale colours and thin lines (boxes shown although
+    they score below the threshold). An image under MIN_SIDE pixels is drawn enlarged by a
+    whole factor."""
+    picture, zoom = _enlarged(image)
+    pen, font = ImageDraw.Draw(picture), _font(picture)
+    width = 1 if faded else max(1, round(max(picture.size) / 256))
     for index, (box, label) in enumerate(zip(np.asarray(boxes) * zoom, labels, strict=True)):
         ymin, xmin, ymax, xmax = box
         colour = PALETTE[index % len(PALETTE)]
+        if faded:
+            colour = tuple((channel + 2 * 255) // 3 for channel in colour)
         pen.rectangle([xmin, ymin, xmax, ymax], outline=colour, width=width)
-        left, top, right, bottom = pen.textbbox((xmin, ymin), label, font=font)
-        lift = bottom - top + 2
-        strip = [left, max(top - lift, 0), right + 2, max(bottom - lift, 0) + 2]
-        pen.rectangle(strip, fill=colour)
-        pen.text((strip[0] + 1, strip[1]), label, fill=(0, 0, 0), font=font)
+        _label(pen, xmin, ymin, label, colour, font)
+    return np.asarray(picture)
+
+
+def draw_captions(image: np.ndarray, captions: Sequence[str]) -> np.ndarray:
+    """`image` (uint8 [H, W, 3]) with `captions` written one under another from its top-left
+    corner (a classifier's top classes), enlarged as draw_boxes does."""
+    picture, _ = _enlarged(image)
+    pen, font = ImageDraw.Draw(picture), _font(picture)
+    for index, caption in enumerate(captions):
+        height = pen.textbbox((0, 0), "Ag", font=font)[3] + 4
+        _label(pen, 0, (index + 1) * height, caption, PALETTE[index % len(PALETTE)], font)
     return np.asarray(picture)
 
 

@@ -39,8 +39,10 @@ class Clock:
             return None
         if len(given) > 1:
             both = " and ".join(n for n, _ in given)
+            flags = ", or --steps=N / --epochs=N" if names[0] == "train.steps" else ""
             raise UsageError(
-                f"{both} are both set: give one of them (e.g. --gin_param='{given[0][0]} = None')"
+                f"{both} are both set: give one of them (e.g. --gin_param='{given[0][0]} = None'"
+                f"{flags})"
             )
         name, value = given[0]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:

@@ -122,11 +122,13 @@ def gin_value_message(error: BaseException) -> str | None:
 
 
 class Stopped(BaseException):
-    """SIGTERM or SIGINT arrived before training installed its own handlers."""
+    """SIGTERM or SIGINT stopped a run that had nothing to save; `what` says so."""
 
-    def __init__(self, signum: int):
+    NOTHING_SAVED = "stopped before any training step; nothing was saved"
+
+    def __init__(self, signum: int, what: str = NOTHING_SAVED):
         super().__init__(signum)
-        self.signum = signum
+        self.signum, self.what = signum, what
 
 
 def stop_on_signals() -> None:
@@ -190,7 +192,7 @@ def run_guarded(main: Callable[[], object]) -> None:
     except UsageError as error:
         fail(str(error))
     except Stopped as stop:
-        _stopped(stop.signum, "stopped before any training step; nothing was saved")
+        _stopped(stop.signum, stop.what)
     except KeyboardInterrupt:
         _stopped(signal.SIGINT, "interrupted; nothing was saved")
     except Exception as error:  # noqa: BLE001 - only users' errors are rewritten; others re-raise

@@ -14,14 +14,16 @@ import tensorflow as tf
 from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.cluster import is_chief, is_multi_worker
-from models.core.errors import UsageError, nearest
+from models.core.errors import Stopped, UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
 from models.core.predict import predict_image, predict_samples, predict_text
 from models.core.profiler import Profiler
+from models.core.progress import ProgressTicker, TrainingPace
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
 from models.core.service_watch import DispatcherWatch
 from models.core.settings import DEFAULT_EVALUATION, EvalPlan, StepPlan, TrainSettings
+from models.core.stop import StopFlag, StopRequested
 from models.core.strategy import check_jit_compile
 from models.core.target import Target
 from models.core.task import Task
@@ -87,16 +89,24 @@ class Experiment:
             **{f"optimizer_{k}": v for k, v in self.optimizers.items()},
             **{f"average_{k}": v.averages for k, v in self.averages.items()},
         )
+        # Single-process runs stop between steps; a cluster's workers must agree on the step
+        self.stop = None if is_multi_worker(strategy) else StopFlag.install()
         self.trainer = self._build_trainer() if self.training else None
         self.evaluators = self._build_evaluators()
-        self.recorder = self._build_recorder()
-        self.preemption = self._build_preemption()
+        self.preemption = None if self.stop else self._cluster_preemption()
         self.profiler = Profiler(options.profile_steps, f"{options.model_dir}/profile")
-        with ckpt.checkpoint_must_fit(options.model_dir):
+        with ckpt.checkpoint_must_fit(options.model_dir):  # before the recorder writes
             self.controller = self._build_controller() if self.trainer else None
+        self.recorder = self._build_recorder()
         self.eval_controllers = {n: self._eval_controller(e) for n, e in self.evaluators.items()}
         self._wrote_config = False
         self._train_logs: dict[str, float] = {}
+        self._evaluating: Evaluator | None = None
+        self._pace = None
+        if self.training:
+            read = lambda: int(self.global_step.numpy())  # noqa: E731
+            self._pace = TrainingPace(read, self.plan.total_steps, settings.global_batch_size)
+        self.ticker: ProgressTicker | None = None
         self._check_target_metric()
 
     # ------------------------------------------------------------------ building
@@ -146,11 +156,9 @@ class Experiment:
         message = restore_init_checkpoint(settings.init_checkpoint, modules, self.models)
         print(message, flush=True)
 
-    def _build_preemption(self):
-        """SIGTERM handling: TensorFlow's PreemptionCheckpointHandler across workers (every
-        worker first restores the chief's latest checkpoint), our own watcher elsewhere."""
-        if not is_multi_worker(self.strategy):
-            return ckpt.PreemptionWatcher(self.manager, self.global_step)
+    def _cluster_preemption(self) -> ckpt.ClusterPreemption:
+        """A cluster's SIGTERM handling: TensorFlow's PreemptionCheckpointHandler (every
+        worker first restores the chief's latest checkpoint)."""
         latest, _ = ckpt.resume_point(self.options.model_dir)
         if latest:
             with ckpt.checkpoint_must_fit(self.options.model_dir):
@@ -188,6 +196,7 @@ class Experiment:
             jit_compile=settings.jit_compile,
             data_service=self.options.tf_data_service,
             synthetic_input=settings.synthetic_input,
+            stop=self.stop,
         )
 
     def _build_evaluators(self) -> dict[str, Evaluator]:
@@ -201,6 +210,8 @@ class Experiment:
                 evaluation,
                 self.settings.jit_compile,
                 self.options.model_dir if self.chief else None,
+                self.stop,
+                mode="" if self.training else self.options.mode,
             )
             for name, evaluation in self.plan.evaluations.items()
         }
@@ -240,7 +251,8 @@ class Experiment:
             global_step=self.global_step,
             trainer=self.trainer,
             strategy=self.strategy,
-            train_actions=[ckpt.NanGuard(self.global_step), self._after_loop, self.preemption],
+            train_actions=[ckpt.NanGuard(self.global_step), self._after_loop]
+            + ([self.preemption] if self.preemption else []),
             steps_per_loop=self.plan.steps_per_loop,
             checkpoint_manager=self.manager,
             summary_interval=self.plan.steps_per_loop,
@@ -262,6 +274,7 @@ class Experiment:
         """Per-loop bookkeeping: train logs, operative config after the first loop, profiler."""
         self._train_logs = {k: float(v) for k, v in output.items()}
         self.recorder.train_progress(self._train_logs)
+        self.ticker.touch()  # orbit printed the loop's line
         self.profiler.at_step(int(self.global_step.numpy()))
         if self.chief and not self._wrote_config:
             path = gin_config.write_operative_config(self.options.model_dir)
@@ -273,10 +286,29 @@ class Experiment:
 
     def run(self) -> dict:
         try:
-            return self._run()
+            with ProgressTicker(self._status) as self.ticker:
+                return self._run()
+        except StopRequested as stop:
+            raise self._stopped(stop.signum) from None
         finally:
             if not self.chief:
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+    def _status(self) -> str | None:
+        """The progress line for a silent stretch: the running evaluation's, else training's."""
+        if self._evaluating is not None:
+            return self._evaluating.progress()
+        return self._pace() if self._pace is not None else None
+
+    def _stopped(self, signum: int) -> BaseException:
+        """What a stop flag seen between steps or batches becomes: a training run saves its
+        step (Preempted); another mode has nothing to save (Stopped)."""
+        if not self.training:
+            return Stopped(signum, f"--mode={self.options.mode} stopped; nothing was written")
+        step, latest = int(self.global_step.numpy()), self.manager.latest_checkpoint
+        if step > 0 and not (latest or "").endswith(f"-{step}"):
+            self.manager.save(checkpoint_number=step, check_interval=False)
+        return ckpt.Preempted(step, signum)
 
     def _run(self) -> dict:
         mode, (latest, _) = self.options.mode, ckpt.resume_point(self.options.model_dir)
@@ -288,7 +320,10 @@ class Experiment:
             return self._train(evaluate=mode == "train_and_eval")
         if mode == "eval":
             self._restore(latest)
-            return self._evaluate(self.plan.evaluations.values())
+            metrics = self._evaluate(self.plan.evaluations.values())
+            for path in self._written(self.plan.evaluations.values()):
+                print(f"wrote {path}", flush=True)
+            return metrics
         if mode == "continuous_eval":
             return self._evaluate_continuously()
         self._restore(latest)
@@ -313,15 +348,23 @@ class Experiment:
         """Runs the given evaluations; their metrics, merged."""
         metrics = {}
         for evaluation in evaluations:
-            output = self.eval_controllers[evaluation.name].evaluate(evaluation.steps)
+            self._evaluating = self.evaluators[evaluation.name]
+            try:
+                output = self.eval_controllers[evaluation.name].evaluate(evaluation.steps)
+            finally:
+                self._evaluating = None
             metrics.update({k: float(v) for k, v in output.items() if k != "steps_per_second"})
         return metrics
+
+    def _written(self, evaluations) -> list[str]:
+        """The files the given evaluations wrote in their last run."""
+        return [path for e in evaluations for path in self.evaluators[e.name].written]
 
     def _evaluate_continuously(self) -> dict:
         """Evaluates each new checkpoint in model_dir until the last step or the timeout."""
         metrics, model_dir = {}, self.options.model_dir
         timeout = self.settings.continuous_eval_timeout_s
-        for path in tf.train.checkpoints_iterator(model_dir, timeout=timeout):
+        for path in ckpt.new_checkpoints(model_dir, timeout, self.stop.check):
             self._restore(path)
             step = int(self.global_step.numpy())
             metrics = self._evaluate(self.plan.evaluations.values())
@@ -367,8 +410,8 @@ class Experiment:
         """Train to each evaluation's cadence until the last step or the target;
         (metrics, reached, step)."""
         plan, metrics, reached = self.plan, {}, False
-        if step and evaluate and self.target is not None:  # a rerun of a run that stopped at
-            reached = self._round(step, plan.due(step), metrics)  # its target trains no more
+        if step and evaluate and plan.due(step) and self._redo_evaluation(step):
+            reached = self._round(step, plan.due(step), metrics)
         while step < plan.total_steps and not reached:
             stop = plan.next_stop(step)
             self.recorder.block_start(step, stop)
@@ -381,6 +424,11 @@ class Experiment:
             reached = self._round(step, list(plan.evaluations.values()), metrics)
         return metrics, reached, step
 
+    def _redo_evaluation(self, step: int) -> bool:
+        """Whether a run resumed at an evaluation's step evaluates first: when a stop cut that
+        evaluation short (no record has it), or to know whether the target stands."""
+        return self.target is not None or not self.recorder.evaluated_before(step)
+
     def _round(self, step: int, due: list[EvalPlan], metrics: dict) -> bool:
         """Runs the due evaluations into `metrics`, records and prints; whether the target
         is reached."""
@@ -389,7 +437,7 @@ class Experiment:
         fresh = self._evaluate(due) if due else {}
         metrics.update(fresh)
         if fresh:
-            self.recorder.eval_result(step, fresh)
+            self.recorder.eval_result(step, fresh, self._written(due))
         self._progress(step, fresh)
         return self._reached(step, fresh, metrics)
 
@@ -429,9 +477,11 @@ class Experiment:
         if shown:
             parts.append("train " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items()))
         if metrics:
-            parts.append("eval " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+            shown = (f"{k} {self.task.metric_text(k, v)}" for k, v in metrics.items())
+            parts.append("eval " + ", ".join(shown))
         rate = self._train_logs.get("examples_per_second")
         if rate is not None:
             parts.append(f"{rate:.0f} examples/s")
         parts.append(f"{self.recorder.elapsed():.1f} s")
         print(" | ".join(parts), flush=True)
+        self.ticker.touch()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+from tf_keras.src.saving.legacy.saved_model.utils import keras_option_scope
 
 from models.core.errors import UsageError
 from models.core.task import Models, Task
@@ -23,7 +24,8 @@ def export_saved_model(task: Task, models: Models, model_dir: str, step: int) ->
     tmp = final + ".tmp"
     if tf.io.gfile.exists(tmp):
         tf.io.gfile.rmtree(tmp)
-    tf.saved_model.save(module, tmp, signatures=signatures)
+    with keras_option_scope(save_traces=False):  # the signatures are the export's interface
+        tf.saved_model.save(module, tmp, signatures=signatures)
     if tf.io.gfile.exists(final):
         tf.io.gfile.rmtree(final)
     tf.io.gfile.rename(tmp, final)

@@ -56,6 +56,18 @@ def _define() -> None:
     flags.DEFINE_integer(
         "seed", 0, "Random seed for weights and input order.", lower_bound=0, upper_bound=2**32 - 1
     )
+    flags.DEFINE_integer(
+        "steps",
+        None,
+        "Train this many steps, whatever length (train.steps, .epochs, .examples) the recipe sets.",
+        lower_bound=1,
+    )
+    flags.DEFINE_float(
+        "epochs",
+        None,
+        "Train this many epochs, whatever length the recipe sets.",
+        lower_bound=0.0,
+    )
     flags.DEFINE_string("target_metric", None, "Stop when this eval metric reaches --target_value.")
     flags.DEFINE_float("target_value", None, "Target for --target_metric (time-to-accuracy mode).")
     flags.DEFINE_string("profile_steps", None, "Profile steps 'START,END' into model_dir/profile.")

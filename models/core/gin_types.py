@@ -4,6 +4,7 @@ naming the binding, not a TypeError deep inside the run."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 import typing
 from collections.abc import Callable
@@ -19,6 +20,17 @@ def check_field_types(settings: object, scope: str) -> None:
         value, expected = getattr(settings, field.name), hints[field.name]
         if not _matches(value, expected):
             raise UsageError(f"{scope}.{field.name} = {value!r}: expected {_describe(expected)}")
+
+
+def check_argument_type(function: Callable, name: str, value: object, setting: str) -> None:
+    """UsageError naming `setting` (e.g. `compare_gan.width = 'wide'`) when `value` does not
+    have the type `function` annotates its argument `name` with (unannotated: any)."""
+    try:
+        hints = typing.get_type_hints(inspect.unwrap(function))
+    except (NameError, TypeError):  # an annotation this module cannot resolve: no check
+        return
+    if name in hints and not _matches(value, hints[name]):
+        raise UsageError(f"{setting}: expected {_describe(hints[name])}")
 
 
 def _matches(value: object, expected: object) -> bool:

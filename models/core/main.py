@@ -19,6 +19,7 @@ from models.core.cluster import is_chief, write_tf_config
 from models.core.errors import UsageError, first_line, run_app, stop_on_signals
 from models.core.experiment import TRAINING_MODES, Experiment, RunOptions
 from models.core.flags import define_flags
+from models.core.model_dir import prepare_model_dir
 from models.core.ports import check_reachable, split_address
 from models.core.precision import set_precision
 from models.core.predict import check_paths
@@ -60,21 +61,16 @@ def _data_service_address(address: str | None) -> str | None:
     return f"grpc://{host}:{port}"
 
 
-def _make_model_dir(model_dir: str) -> None:
-    """Creates --model_dir (any filesystem TensorFlow knows), or says why it cannot."""
-    try:
-        tf.io.gfile.makedirs(model_dir)
-    except (tf.errors.OpError, OSError) as error:
-        raise UsageError(
-            f"--model_dir={model_dir}: cannot create it: {first_line(error)}"
-        ) from None
-    if not tf.io.gfile.isdir(model_dir):
-        raise UsageError(f"--model_dir={model_dir}: not a directory")
-
-
 def _settings(task: Task) -> TrainSettings:
-    """The recipe's train settings, with --target_metric/--target_value applied."""
+    """The recipe's train settings, with --steps/--epochs (replacing the recipe's length,
+    however it is spelled) and --target_metric/--target_value applied."""
     settings = TrainSettings()
+    if FLAGS.steps is not None and FLAGS.epochs is not None:
+        raise UsageError("--steps and --epochs both set: give one of them")
+    if FLAGS.steps is not None or FLAGS.epochs is not None:
+        settings.steps, settings.epochs, settings.examples = FLAGS.steps, FLAGS.epochs, None
+    if settings.epochs is not None and settings.epochs <= 0:
+        raise UsageError(f"--epochs={settings.epochs:g}: train for more than 0 epochs")
     if FLAGS.target_metric is not None:
         settings.target_metric = FLAGS.target_metric
     if FLAGS.target_value is not None:
@@ -84,8 +80,9 @@ def _settings(task: Task) -> TrainSettings:
     return settings
 
 
-def run_from_flags(family: str) -> dict:
-    """Flags -> gin -> strategy -> the recipe's task and model -> Experiment.run()."""
+def run_from_flags(family: str) -> tuple[Task, dict]:
+    """Flags -> gin -> strategy -> the recipe's task and model -> Experiment.run(): the task
+    and its results."""
     if not FLAGS.model_dir:
         raise UsageError("--model_dir is required")
     if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
@@ -97,6 +94,12 @@ def run_from_flags(family: str) -> dict:
     gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
     spec = RunSpec().check()
     entry = registry.model_entry(spec.model)
+    if entry.family != family:
+        recipe = " ".join(FLAGS.gin_file) or "the bindings"
+        raise UsageError(
+            f"{recipe} trains {spec.model}, a {entry.family} model: run it with "
+            f"python -m models.{entry.family}"
+        )
     _cluster_from_flags()
     strategy = build_strategy(FLAGS.tpu, FLAGS.strategy, FLAGS.slice, FLAGS.cluster_timeout_s)
     check_slice_matches(FLAGS.slice, strategy)
@@ -104,7 +107,7 @@ def run_from_flags(family: str) -> dict:
     tf_keras.utils.set_random_seed(FLAGS.seed)
     task = spec.task(model=spec.model, data_dir=FLAGS.data_dir, seed=FLAGS.seed)
     settings = _settings(task)
-    _make_model_dir(FLAGS.model_dir)
+    prepare_model_dir(FLAGS.model_dir)
     options = RunOptions(
         model_dir=FLAGS.model_dir,
         mode=FLAGS.mode,
@@ -124,16 +127,17 @@ def run_from_flags(family: str) -> dict:
     )
     training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)
     with model_dir_lock(FLAGS.model_dir, enabled=training):
-        return Experiment(task, strategy, settings, options).run()
+        return task, Experiment(task, strategy, settings, options).run()
 
 
-def _report(results: dict) -> None:
+def _report(task: Task, results: dict) -> None:
     """The run's final line(s): metrics, and time-to-accuracy when a target was reached."""
     if not results:
         print("done.", flush=True)
         return
     shown = ", ".join(
-        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()
+        f"{k}={task.metric_text(k, v, '.4g')}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in results.items()
     )
     print(f"done: {shown}", flush=True)
     if "time_to_accuracy_s" in results:
@@ -155,10 +159,11 @@ def main(family: str) -> None:
         if len(argv) > 1:
             raise UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
         try:
-            _report(run_from_flags(family) or {})
+            _report(*run_from_flags(family))
         except ckpt.Preempted as stop:
             name = signal.Signals(stop.signum).name
-            print(f"{name}: checkpoint saved at step {stop.step}; rerun to resume", flush=True)
+            saved = f"checkpoint saved at step {stop.step}" if stop.step else "nothing was saved"
+            print(f"{name}: {saved}; rerun to resume", flush=True)
             sys.exit(128 + stop.signum)
         except ckpt.TrainingAborted as error:
             print(f"error: {error}", file=sys.stderr, flush=True)

@@ -61,6 +61,40 @@ class Submission:
         }
 
 
+#: Families (and their model prefixes) that are MLPerf training benchmarks: MLPerf's name
+#: for the benchmark and the ruleset of MLPerf's compliance checker that has it.
+BENCHMARKS = {
+    ("resnet", ""): ("resnet", "1.0.0"),
+    ("object_detection", "ssd"): ("ssd", "1.0.0"),
+    ("mask_rcnn", ""): ("maskrcnn", "1.0.0"),
+    ("bert", ""): ("bert", "1.0.0"),
+    ("transformer", ""): ("transformer", "0.7.0"),
+}
+
+
+def benchmark(family: str, model: str) -> tuple[str, str | None]:
+    """(submission_benchmark, the checker's ruleset for it): MLPerf's name for a benchmark
+    MLPerf has, else the family's name and None (its log passes the common rules)."""
+    for (name, prefix), found in BENCHMARKS.items():
+        if family == name and model.startswith(prefix):
+            return found
+    return family, None
+
+
+def eval_accuracy(name: str, target_metric: str | None, metrics: dict[str, float]):
+    """eval_accuracy's value in the shape benchmark `name` logs it: Mask R-CNN's
+    {"BBOX": box AP, "SEGM": mask AP}, the Transformer's BLEU as a fraction (0.25 for 25),
+    else the target metric's value (None when this round did not compute it)."""
+    if name == "maskrcnn":
+        if "AP" in metrics and "mask_AP" in metrics:
+            return {"BBOX": metrics["AP"], "SEGM": metrics["mask_AP"]}
+        return None
+    value = metrics.get(target_metric or "")
+    if name == "transformer" and target_metric == "bleu" and value is not None:
+        return value / 100.0
+    return value
+
+
 def epoch_num(clock: Clock, step: int) -> float:
     """MLPerf's epoch_num after `step` steps: epochs done, or samples seen when the dataset's
     size is unknown (as MLPerf's BERT logs)."""

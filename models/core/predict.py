@@ -66,7 +66,7 @@ def predict_text(task: Task, models: Models, text: str, output: str | None) -> d
     (written whole, atomically) or, without one, onto stdout."""
     try:
         with tf.io.gfile.GFile(text, "rb") as f:
-            lines = f.read().decode("utf-8").splitlines()
+            lines = input_lines(f.read().decode("utf-8"))
     except UnicodeDecodeError as error:
         raise UsageError(f"--input={text}: not UTF-8 text ({error.reason})") from None
     predictions = task.predict_lines(models, lines)
@@ -77,6 +77,16 @@ def predict_text(task: Task, models: Models, text: str, output: str | None) -> d
         sys.stdout.write(written)
         sys.stdout.flush()
     return {"output": output or "stdout", "lines": str(len(predictions))}
+
+
+def input_lines(text: str) -> list[str]:
+    """The lines of a text file, split at "\n" alone (and "\r\n"): str.splitlines would also
+    split at form feeds and U+2028, and the output would no longer match the input line by
+    line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def predict_samples(task: Task, models: Models, count: int, output: str) -> dict[str, str]:

@@ -150,15 +150,43 @@ def _checked_segment(segment: dict) -> dict:
 def read_segments(directory: str, exclude: str) -> list[dict]:
     """The segments of every readable JSON record in `directory` but `exclude`, oldest first."""
     segments = []
+    for path, record in _read_records(directory, exclude):
+        try:
+            segments.append(record_segment(path, record))
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            logging.warning("run record %s skipped: %s", path, error)
+    return segments
+
+
+def evaluated_steps(directory: str, exclude: str) -> set[int]:
+    """The steps at which the readable JSON records in `directory` but `exclude` evaluated."""
+    steps = set()
+    for _, record in _read_records(directory, exclude):
+        curve = record.get("eval_curve") if isinstance(record, dict) else None
+        steps.update(p["step"] for p in curve or [] if isinstance(p, dict) and "step" in p)
+    return steps
+
+
+def _read_records(directory: str, exclude: str):
+    """(path, parsed JSON) of each readable record in `directory` but `exclude`, oldest first."""
     for path in sorted(tf.io.gfile.glob(f"{directory}/*.json")):
         if path == exclude:
             continue
         try:
-            record = json.loads(tf.io.gfile.GFile(path).read())
-            segments.append(record_segment(path, record))
-        except (tf.errors.OpError, ValueError, TypeError, KeyError, AttributeError) as error:
+            yield path, json.loads(tf.io.gfile.GFile(path).read())
+        except (tf.errors.OpError, ValueError) as error:
             logging.warning("run record %s skipped: %s", path, error)
-    return segments
+
+
+def trained_by(model_dir: str) -> str | None:
+    """'<model> (<family>)' of the newest readable run record in model_dir, or None."""
+    for path in sorted(tf.io.gfile.glob(f"{model_dir.rstrip('/')}/{RECORDS_DIR}/*.json"))[::-1]:
+        try:
+            record = json.loads(tf.io.gfile.GFile(path).read())
+            return f"{record['model']} ({record['family']})"
+        except (tf.errors.OpError, ValueError, TypeError, KeyError):
+            continue
+    return None
 
 
 def _new_segment(record: str, first_step: int, run_start: float | None) -> dict:
@@ -216,7 +244,8 @@ class RunRecorder:
         """models: the run's models, for the hyper-parameter keys `mlperf.hyperparameters`
         names (read before anything is written, so bad `mlperf.*` settings write nothing)."""
         submission = mlperf.Submission()
-        keys = submission.keys(info.family, accelerator)
+        self.benchmark, _ = mlperf.benchmark(info.family, info.model)
+        keys = submission.keys(self.benchmark, accelerator)
         keys[constants.GLOBAL_BATCH_SIZE] = info.global_batch_size
         keys[constants.SEED] = info.seed
         keys[constants.GRADIENT_ACCUMULATION_STEPS] = 1  # the trainer never accumulates
@@ -280,6 +309,10 @@ class RunRecorder:
         self._segment["last_step"] = max(self._segment["last_step"], self._block_stop_step)
         self.write()
 
+    def evaluated_before(self, step: int) -> bool:
+        """Whether an earlier run in this model_dir recorded an evaluation at `step`."""
+        return step in evaluated_steps(self.directory, self.json_path)
+
     def eval_start(self, step: int) -> None:
         metadata = {constants.EPOCH_NUM: mlperf.epoch_num(self.clock, step)}
         self._event("start", constants.EVAL_START, metadata=metadata)
@@ -292,11 +325,12 @@ class RunRecorder:
         self.record.examples_per_second = logs.get("examples_per_second")
         self.record.train_logs = {k: v for k, v in logs.items() if k != "examples_per_second"}
 
-    def eval_result(self, step: int, metrics: dict[str, float]) -> None:
+    def eval_result(self, step: int, metrics: dict[str, float], outputs: list[str] = ()) -> None:
         """One evaluation round's metrics: eval_accuracy (the target metric's value only),
-        eval_stop, and a point of the JSON record's eval curve."""
+        eval_stop, and a point of the JSON record's eval curve (with `outputs`: the files
+        the round wrote and scored, e.g. translations)."""
         epoch_num = {constants.EPOCH_NUM: mlperf.epoch_num(self.clock, step)}
-        value = metrics.get(self.record.target_metric or "", None)
+        value = mlperf.eval_accuracy(self.benchmark, self.record.target_metric, metrics)
         if value is not None:
             self._event("event", constants.EVAL_ACCURACY, value, epoch_num)
         self._event("end", constants.EVAL_STOP, metadata=epoch_num)
@@ -306,6 +340,8 @@ class RunRecorder:
         self.record.final_metrics.update(metrics)
         point = {"step": step, "epoch": epoch, "seconds": round(self.elapsed(), 3), **metrics}
         point["train"] = dict(self.record.train_logs)
+        if outputs:
+            point["outputs"] = list(outputs)
         self.record.eval_curve.append(point)
         self.write()
 

@@ -47,8 +47,9 @@ def _holder(path: str) -> tuple[str, int] | None:
 
 
 def _alive(host: str, pid: int) -> bool:
-    """Whether (host, pid) may still be running: a process of this host that exists (another
-    host's process cannot be checked, so it counts as alive)."""
+    """Whether (host, pid) may still be running: a Python process of this host that exists
+    (another host's process cannot be checked, so it counts as alive; a damaged lock's pid
+    may name a kernel thread or a shell, which is no run)."""
     if host != socket.gethostname():
         return True
     if pid == os.getpid():
@@ -59,7 +60,11 @@ def _alive(host: str, pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as command:
+            return b"python" in command.read().lower()
+    except OSError:  # no /proc (macOS): an existing process counts as alive
+        return True
 
 
 def _take(path: str, model_dir: str) -> None:

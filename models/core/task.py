@@ -16,7 +16,8 @@ A task owns its models, inputs, per-replica train and eval steps and metrics:
   and branch on its `kind`. Metrics of an evaluation not named `validation` are reported
   as `<name>/<metric>`.
 - Before `reduce_aggregated_logs`, core sets `task.eval_run`: the step evaluated and the folder
-  where the evaluation may write what a person should read (translations, sample grids).
+  where the evaluation may write what a person should read (translations, sample grids), each
+  file at `eval_run.path(stem, suffix)`, which never reuses an earlier evaluation's name.
 - `lower_is_better` names the metrics whose targets are reached from above (WER, FID).
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import tensorflow as tf
@@ -40,11 +41,26 @@ Optimizers = dict[str, tf_keras.optimizers.Optimizer]
 
 @dataclass(frozen=True)
 class EvalRun:
-    """The evaluation being reduced: the training step it evaluates and the folder for files
-    it writes for people to read (model_dir/evaluations/<name>; None on non-chief workers)."""
+    """The evaluation being reduced: the training step it evaluates, the folder for files it
+    writes for people to read (model_dir/evaluations/<name>; None on non-chief workers), and
+    what runs it: "" inside training, else the mode ("eval", "continuous_eval")."""
 
     step: int
     directory: str | None
+    mode: str = ""
+    written: list[str] = field(default_factory=list)
+
+    def path(self, stem: str, suffix: str) -> str:
+        """A new file `<stem>-<step>[-<mode>][-<n>]<suffix>` in the folder, never one an
+        earlier evaluation wrote (a rerun or an --mode=eval at the same step); noted in
+        `written`, which the run record lists."""
+        base = f"{self.directory}/{stem}-{self.step}" + (f"-{self.mode}" if self.mode else "")
+        path, n = f"{base}{suffix}", 1
+        while tf.io.gfile.exists(path):
+            n += 1
+            path = f"{base}-{n}{suffix}"
+        self.written.append(path)
+        return path
 
 
 class Task(abc.ABC):
@@ -137,6 +153,14 @@ class Task(abc.ABC):
         """The values `metric` can take, when the task knows them."""
         name = metric.rsplit("/", 1)[-1]
         return next((r for end, r in self.metric_ranges.items() if name.endswith(end)), None)
+
+    def metric_text(self, metric: str, value: float, spec: str = ".4f") -> str:
+        """`value` as the console shows it: "n/a" for a sentinel outside the metric's range
+        (COCO's -1 for APm when a split has no medium objects), else format(value, spec)."""
+        bounds = self.metric_range(metric)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            return "n/a"
+        return format(value, spec)
 
     def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[tf.Tensor, str]:
         """(the image with the model's prediction drawn on it, uint8 [H, W, 3]; a one-line

@@ -16,6 +16,7 @@ from models.core import optimization
 from models.core.ema import WeightAverage, build_averages
 from models.core.errors import UsageError
 from models.core.settings import EvalPlan, StepPlan
+from models.core.stop import StopFlag, StopRequested
 from models.core.task import EvalRun, Models, Optimizers, Task
 
 Averages = dict[str, WeightAverage]
@@ -145,7 +146,9 @@ def _step_function(replica_step, jit_compile: bool):
 
 class Trainer(orbit.StandardTrainer):
     """Runs task.train_step on every replica; reports the mean of every scalar it returns,
-    the task's training metrics, each optimiser's learning rate and examples/s."""
+    the task's training metrics, each optimiser's learning rate and examples/s. With a stop
+    flag, the traced loop ends after the step during which the flag was set, and `train`
+    raises StopRequested."""
 
     def __init__(
         self,
@@ -156,8 +159,9 @@ class Trainer(orbit.StandardTrainer):
         jit_compile: bool = False,
         data_service: str | None = None,
         synthetic_input: bool = False,
+        stop: StopFlag | None = None,
     ):
-        self.task, self.strategy = task, strategy
+        self.task, self.strategy, self.stop = task, strategy, stop
         self.models, self.optimizers = state.models, state.optimizers
         self.averages = state.averages
         self.global_step, self.global_batch_size = state.global_step, global_batch_size
@@ -180,6 +184,31 @@ class Trainer(orbit.StandardTrainer):
         for average in self.averages.values():
             average.update(self.global_step)
         self.means.add(_scalar_logs(logs))
+
+    def create_train_loop_fn(self):
+        """orbit's traced loop of `num_steps` steps, which also ends once the stop flag is set."""
+        if self.stop is None:
+            return super().create_train_loop_fn()
+        stop = self.stop.variable
+
+        def loop_fn(iterator, num_steps: tf.Tensor) -> None:
+            def go_on(i):
+                return tf.logical_and(i < num_steps, tf.logical_not(stop.read_value()))
+
+            def step(i):
+                with tf.name_scope(""):
+                    self.train_step(iterator)
+                return [i + 1]
+
+            tf.while_loop(go_on, step, [tf.constant(0)])
+
+        return tf.function(loop_fn, autograph=False)
+
+    def train(self, num_steps: tf.Tensor) -> dict[str, float]:
+        output = super().train(num_steps)
+        if self.stop is not None:
+            self.stop.check()
+        return output
 
     def train_loop_begin(self):
         for metric in self.metrics:
@@ -213,7 +242,8 @@ def _with_batch_axis(value: tf.Tensor) -> tf.Tensor:
 class Evaluator(orbit.StandardEvaluator):
     """Runs one named evaluation: task.validation_step on every replica, its outputs gathered
     over all replicas (and workers) and aggregated outside the graph; with weight averages,
-    evaluates the averages (swapped in for the eval, swapped back after)."""
+    evaluates the averages (swapped in for the eval, swapped back after). With a stop flag,
+    the flag is checked after every batch: StopRequested ends the evaluation, weights restored."""
 
     def __init__(
         self,
@@ -223,8 +253,13 @@ class Evaluator(orbit.StandardEvaluator):
         evaluation: EvalPlan,
         jit_compile: bool = False,
         output_dir: str | None = None,
+        stop: StopFlag | None = None,
+        mode: str = "",
     ):
         self.task, self.strategy, self.models = task, strategy, state.models
+        self.stop, self.mode = stop, mode
+        self.written: list[str] = []  # the files the last evaluation wrote
+        self.batches_done, self._started = 0, time.perf_counter()
         self.evaluation, self.global_step = evaluation, state.global_step
         self.output_dir = output_dir and f"{output_dir}/evaluations/{evaluation.name}"
         self.averages = state.averages
@@ -244,12 +279,29 @@ class Evaluator(orbit.StandardEvaluator):
         outputs = self.task.validation_step(inputs, self.models, self.metrics, self.evaluation)
         return tf.nest.map_structure(_with_batch_axis, outputs)
 
+    def evaluate(self, num_steps: tf.Tensor) -> dict[str, float]:
+        try:
+            return super().evaluate(num_steps)
+        except StopRequested:
+            self._swap_averages()  # eval_end, which swaps them back, never ran
+            raise
+
     def eval_begin(self):
         for metric in self.metrics:
             metric.reset_states()
+        self._swap_averages()
+        self.batches_done, self._started = 0, time.perf_counter()
+        return None
+
+    def progress(self) -> str:
+        """What a progress line says while this evaluation runs."""
+        seconds = time.perf_counter() - self._started
+        name, split = self.evaluation.name, self.evaluation.split
+        return f"evaluating {name} ({split}): {self.batches_done} batches in {seconds:.0f} s"
+
+    def _swap_averages(self) -> None:
         for average in self.averages.values():
             average.swap(self.strategy)
-        return None
 
     @tf.autograph.experimental.do_not_convert
     def eval_step(self, iterator):
@@ -257,15 +309,19 @@ class Evaluator(orbit.StandardEvaluator):
         return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
     def eval_reduce(self, state=None, step_outputs=None):
+        self.batches_done += 1
+        if self.stop is not None:
+            self.stop.check()
         if step_outputs is None or not tf.nest.flatten(step_outputs):
             return state
         values = tf.nest.map_structure(lambda value: value.numpy(), step_outputs)
         return self.task.aggregate_logs(state, values, self.evaluation)
 
     def eval_end(self, state=None) -> dict[str, float]:
-        for average in self.averages.values():
-            average.swap(self.strategy)
+        self._swap_averages()
         logs = {m.name: float(m.result()) for m in self.metrics}
-        self.task.eval_run = EvalRun(int(self.global_step.numpy()), self.output_dir)
+        run = EvalRun(int(self.global_step.numpy()), self.output_dir, self.mode)
+        self.task.eval_run = run
         logs.update(self.task.reduce_aggregated_logs(state, self.evaluation))
+        self.written = run.written
         return {self.evaluation.metric_name(name): value for name, value in logs.items()}

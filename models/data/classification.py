@@ -151,6 +151,14 @@ class ClassificationInput(DataFolder):
             self._info = read_info(os.path.join(self.data_dir, INFO_FILE), _INFO_INTEGERS)
         return self._info
 
+    def class_names(self) -> list[str]:
+        """Each class's name: dataset_info.json's "classes" when it names them all, else the
+        class index (predictions print these)."""
+        names = self.dataset_info().get("classes")
+        if isinstance(names, list) and len(names) == self.num_classes:
+            return [str(name) for name in names]
+        return [str(index) for index in range(self.num_classes)]
+
     def num_examples(self, split: str) -> int:
         """Examples in split: explicit argument, else dataset_info.json, else counted records."""
         training = check_split(split) == "train"

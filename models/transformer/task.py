@@ -5,6 +5,7 @@ references, out of the graph, the translations written beside the run for people
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import gin
@@ -13,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from models import registry
+from models.core.errors import UsageError
 from models.core.files import write_atomically
 from models.core.task import Models, Task
 from models.data.convert.parallel_text import UNIQUE_ID
@@ -65,6 +67,8 @@ class TranslationTask(Task):
         self.input = TranslationInput(data_dir=data_dir)
         self.seed = seed
         self.label_smoothing = label_smoothing
+        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+            raise UsageError(f"TranslationTask.beam_size={beam_size!r}: at least 1 (1: greedy)")
         self.beam_size = beam_size
         self.alpha = alpha
         self._vocab_size = vocab_size
@@ -161,8 +165,9 @@ class TranslationTask(Task):
         return {"bleu": sacrebleu.corpus_bleu(translations, [references]).score}
 
     def _write(self, split: str, translations: list[str], references: list[str]) -> None:
-        """evaluations/<name>/<split>-<step>.<target> and, once, <split>-reference.<target>:
-        `sacrebleu REFERENCE -i TRANSLATIONS` scores them as the run did."""
+        """evaluations/<name>/<split>-<step>.<target> (run.path: a rerun's never overwrites it)
+        and, once, <split>-reference.<target>: `sacrebleu REFERENCE -i TRANSLATIONS` scores
+        them as the run did."""
         run = self.eval_run
         if run is None or run.directory is None:
             return
@@ -171,7 +176,7 @@ class TranslationTask(Task):
         reference = f"{run.directory}/{split}-reference.{language}"
         if not tf.io.gfile.exists(reference):
             write_atomically(reference, "".join(f"{line}\n" for line in references))
-        path = f"{run.directory}/{split}-{run.step}.{language}"
+        path = run.path(split, f".{language}")
         write_atomically(path, "".join(f"{line}\n" for line in translations))
 
     def translator(self, models: Models):
@@ -199,13 +204,32 @@ class TranslationTask(Task):
         return translate
 
     def predict_lines(self, models: Models, lines: list[str]) -> list[str]:
-        """The translation of each line (--mode=predict --input=FILE)."""
+        """The translation of each line (--mode=predict --input=FILE); a line longer than the
+        model reads is translated from its first tokens, with a note on stderr."""
+        self._note_cut_lines(lines)
         translate = self._translate = self._translate or self.translator(models)
         found = []
         for first in range(0, len(lines), PREDICT_BATCH):
             batch = tf.constant(lines[first : first + PREDICT_BATCH], tf.string)
             found.extend(text.decode("utf-8") for text in translate(batch)["translation"].numpy())
         return found
+
+    def _note_cut_lines(self, lines: list[str], shown: int = 5) -> None:
+        """Notes (stderr) the lines whose tokens the translator cuts to max_length - 1."""
+        import tensorflow_text  # noqa: F401 - registers the tokenizer's ops
+
+        if not lines:
+            return
+        kept = self.input.max_length - 1
+        lengths = self.input.tokenizer().tokenize(tf.constant(lines)).row_lengths().numpy()
+        cut = [(i + 1, int(n)) for i, n in enumerate(lengths) if n > kept]
+        for number, tokens in cut[:shown]:
+            print(
+                f"note: line {number} has {tokens:,} tokens; the model translates its first {kept}",
+                file=sys.stderr,
+            )
+        if len(cut) > shown:
+            print(f"note: and {len(cut) - shown} more lines over {kept} tokens", file=sys.stderr)
 
     def serving_signatures(self, models: Models):
         """Raw source sentences -> their translations and beam scores."""

@@ -311,3 +311,14 @@ def test_missing_keys_are_named():
     predictions = _predictions({3: []}, 1)
     with pytest.raises(KeyError, match="masks"):
         metrics.update({"source_id": np.array([3])}, predictions)
+
+
+def test_no_ground_truth_of_a_size_reads_n_a_on_the_console():
+    """APm is -1 when a split has no medium objects: the progress and done lines say n/a."""
+    from models.core.task import Task
+
+    methods = {"metric_range": Task.metric_range, "metric_text": Task.metric_text}
+    task = type("Detector", (), {"metric_ranges": METRIC_RANGES, **methods})()
+    assert task.metric_text("APm", NO_GROUND_TRUTH) == "n/a"
+    assert task.metric_text("eval_sparse/mask_APl", -1.0) == "n/a"
+    assert task.metric_text("APm", 0.25) == "0.2500" and task.metric_text("AP", 0.0) == "0.0000"

@@ -351,3 +351,43 @@ def test_continuous_eval_scores_every_evaluation_of_the_latest_checkpoint(tmp_pa
     metrics = _experiment(RegressionTask(), tmp_path, *bindings, mode="continuous_eval").run()
     assert metrics["mse"] == metrics["rare/mse"] and metrics["examples"] == 64.0
     assert "step 10/10 |" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- a stop during an evaluation
+
+
+class _StoppedOnceInEvaluation(RegressionTask):
+    """SIGTERM to its own process while aggregating the step-10 evaluation's first batch, once
+    (`step` reads the running experiment's global step)."""
+
+    step = staticmethod(lambda: 0)
+    signalled = False
+
+    def aggregate_logs(self, state, step_outputs, evaluation):
+        if not self.signalled and self.step() == 10:
+            self.signalled = True
+            signal.raise_signal(signal.SIGTERM)
+        return super().aggregate_logs(state, step_outputs, evaluation)
+
+
+def test_a_stop_during_an_evaluation_saves_its_step_and_the_rerun_evaluates_it(tmp_path):
+    from models.core.checkpoint import Preempted
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    bindings = ("train.global_batch_size = 16", "train.steps = 20", "evaluation.every_steps = 10")
+    task = _StoppedOnceInEvaluation()
+    try:
+        experiment = _experiment(task, tmp_path, *bindings)
+        task.step = lambda: int(experiment.global_step.numpy())
+        with pytest.raises(Preempted) as stopped:
+            experiment.run()
+        assert stopped.value.step == 10 and latest_step(tmp_path) == 10
+        assert latest_record(tmp_path)["eval_curve"] == []  # the evaluation never finished
+        rerun = _experiment(task, tmp_path, *bindings)
+        task.step = lambda: int(rerun.global_step.numpy())
+        results = rerun.run()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert results["step"] == 20
+    assert [p["step"] for p in latest_record(tmp_path)["eval_curve"]] == [10, 20]

@@ -24,3 +24,11 @@ def test_usage_error_inside_a_configurable_is_one_clean_line(capsys):
         gin.clear_config()
     assert exit_info.value.code == USAGE_EXIT_CODE
     assert capsys.readouterr().err == "error: _builder.width=3: use 2\n"
+
+
+def test_predict_input_lines_split_at_newlines_only():
+    """A form feed or U+2028 inside a line keeps it one line: output line i answers input i."""
+    from models.core.predict import input_lines
+
+    assert input_lines("a\x0cb\u2028c\r\nd\n\ne") == ["a\x0cb\u2028c", "d", "", "e"]
+    assert input_lines("") == [] and input_lines("one\n") == ["one"]

@@ -202,3 +202,18 @@ def test_official_recipe_run_passes_the_closed_rules(tmp_path, digits_dir):
     assert values["lars_opt_end_learning_rate"] == 1e-4
     assert values["lars_opt_learning_rate_decay_poly_power"] == 2.0
     assert values["model_bn_span"] == 64 and values["submission_benchmark"] == "resnet"
+
+
+def test_benchmarks_log_mlperfs_names_and_value_shapes():
+    assert mlperf.benchmark("object_detection", "ssd_resnet34_300") == ("ssd", "1.0.0")
+    assert mlperf.benchmark("object_detection", "faster_rcnn_resnet50_v1") == (
+        "object_detection",
+        None,
+    )
+    assert mlperf.benchmark("mask_rcnn", "mask_rcnn_resnet18_fpn") == ("maskrcnn", "1.0.0")
+    assert mlperf.benchmark("transformer", "transformer_tiny") == ("transformer", "0.7.0")
+    both = {"AP": 0.4, "mask_AP": 0.3}
+    assert mlperf.eval_accuracy("maskrcnn", "AP", both) == {"BBOX": 0.4, "SEGM": 0.3}
+    assert mlperf.eval_accuracy("maskrcnn", "AP", {"AP": 0.4}) is None  # no mask AP this round
+    assert mlperf.eval_accuracy("transformer", "bleu", {"bleu": 25.0}) == 0.25
+    assert mlperf.eval_accuracy("resnet", "top_1_accuracy", {"top_1_accuracy": 0.7}) == 0.7

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,8 +13,10 @@ from family_checks import build_trainer, check_xla_train_step
 from zoo_testing import plan
 
 from models.core import gin_config
+from models.core.settings import EvalPlan
+from models.core.stop import StopFlag, StopRequested
 from models.core.strategy import build_strategy
-from models.core.trainer import Trainer, build_training_state
+from models.core.trainer import Evaluator, Trainer, build_training_state
 
 # Cross-replica BN makes 4 replicas compute the same batch statistics as 1. ResNet-10 keeps
 # the trace short: on CPUs MirroredStrategy does every BN all-reduce through a merge_call.
@@ -65,3 +70,35 @@ def test_the_training_loop_is_traced_once_and_averages_every_log():
     assert int(state.global_step.numpy()) == 5
     assert set(first) == {"loss", "learning_rate/model", "examples_per_second"}
     assert second["loss"] < first["loss"]
+
+
+class _SignallingTask(RegressionTask):
+    """Sends its own process SIGTERM while aggregating the third evaluation batch."""
+
+    def aggregate_logs(self, state, step_outputs, evaluation):
+        state = super().aggregate_logs(state, step_outputs, evaluation)
+        if len(state) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return state
+
+
+def test_a_signal_ends_an_evaluation_between_batches_with_the_weights_restored():
+    """Preemption during a long evaluation (beam search) stops it at the next batch; the
+    weight averages it swapped in are swapped back, so what is saved next is the model."""
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    gin_config.parse([], ["optimizer.ema_decay = 0.5"])
+    strategy, task = build_strategy(slice_name="cpu-1"), _SignallingTask()
+    state = build_training_state(task, strategy, plan(None, 10, 8))
+    Trainer(task, strategy, state, 8).train(tf.constant(3))
+    evaluation = EvalPlan("validation", "validation", "validation", 4, 10, -1)  # 16 batches
+    evaluator = Evaluator(task, strategy, state, evaluation, stop=StopFlag.install())
+    weights = [w.numpy() for w in state.models["model"].weights]
+    try:
+        with pytest.raises(StopRequested):
+            evaluator.evaluate(tf.constant(-1))
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert state.averages  # averaged weights were swapped in for the evaluation
+    for before, after in zip(weights, state.models["model"].weights, strict=True):
+        np.testing.assert_array_equal(before, after.numpy())

@@ -76,10 +76,16 @@ def test_cli_writes_records_and_bad_input_is_one_line(squad, tmp_path, cli_env):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "train windows of 8 questions" in result.stdout
     (tmp_path / "bad.json").write_text('{"data": [{"paragraphs": [{"context": "abc"}]}]}')
+    answer = {"text": "cat", "answer_start": 4}  # where the context says "dog"
+    question = {"id": "q1", "question": "Which pet?", "answers": [answer]}
+    misplaced = {"data": [{"paragraphs": [{"context": "the dog sat", "qas": [question]}]}]}
+    (tmp_path / "misplaced.json").write_text(json.dumps(misplaced))
     cases = {
         "dev-v1.1.json": "has 2 answers; training needs one",
         "bad.json": "is not SQuAD v1.1 JSON",
         "missing.json": "is not a file",
+        "misplaced.json": "holds no question: every answer is misplaced (question q1: 'cat', "
+        "where the context has 'dog')",
     }
     for name, message in cases.items():
         folder = squad if name.startswith("dev") else tmp_path

@@ -91,7 +91,13 @@ CASES = {
     ),
     "negative seed": (lambda d, t: ["--seed=-1"], "--seed=-1"),
     "tpu without a TPU": (lambda d, t: ["--tpu=my-tpu"], "no TPU reachable"),
-    "unknown flag": (lambda d, t: ["--epochs=3"], "epochs"),
+    "unknown flag": (lambda d, t: ["--epoch=3"], "epochs"),
+    "--steps and --epochs": (
+        lambda d, t: ["--steps=3", "--epochs=1"],
+        "--steps and --epochs both set",
+    ),
+    "--epochs=0": (lambda d, t: ["--epochs=0"], "train for more than 0 epochs"),
+    "--steps=0": (lambda d, t: ["--steps=0"], "--steps"),
 }
 
 

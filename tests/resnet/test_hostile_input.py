@@ -4,6 +4,7 @@ resumes from the newest intact checkpoint instead of restarting over it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +45,10 @@ BAD_INPUT = {
         "--strategy=one_device contradicts --slice=cpu-2",
     ),
     "huge gin binding": ([f"--gin_param=train.epochs = {'1' * 100_000}x"], "characters cut"),
+    "another family's recipe": (
+        ["--gin_file=dcgan/default.gin"],
+        "dcgan/default.gin trains dcgan_32, a dcgan model: run it with python -m models.dcgan",
+    ),
 }
 # Cases found only after the data and model are built (~10 s more each): `make test` only.
 BAD_INPUT_LATE = {
@@ -58,7 +63,7 @@ BAD_INPUT_LATE = {
     # with_checkpoints holds another model's checkpoint: nothing is evaluated or exported
     **{
         f"--mode={mode} on another model's checkpoint": ([f"--mode={mode}"], "does not fit")
-        for mode in ("eval", "continuous_eval", "export")
+        for mode in ("train", "train_and_eval", "eval", "continuous_eval", "export")
     },
 }
 CASES = [
@@ -71,10 +76,11 @@ BAD_INPUT.update(BAD_INPUT_LATE)
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_is_one_line_and_leaves_checkpoints_intact(case, with_checkpoints, cli_env):
     args, expected = BAD_INPUT[case]
-    before = checkpoint_files(with_checkpoints)
+    before, names = checkpoint_files(with_checkpoints), sorted(with_checkpoints.iterdir())
     result = run_resnet(with_checkpoints, *args, env=cli_env, timeout=300)
     assert one_error_line(result), result.stderr[-3000:]
     assert expected in result.stderr
+    assert sorted(with_checkpoints.iterdir()) == names  # nothing written (records, summaries)
     assert len(result.stderr.strip()) <= len("error: ") + MAX_LINE
     assert "Traceback" not in result.stdout + result.stderr
     assert checkpoint_files(with_checkpoints) == before
@@ -156,10 +162,13 @@ def test_a_damaged_state_file_resumes_from_the_newest_checkpoint(
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_saves_and_a_second_run_is_refused_meanwhile(signum, code, tmp_path, cli_env):
-    """SIGTERM (preemption) and Ctrl-C alike save at the next loop boundary; while the run
-    lives, another run on its model_dir is refused (its lock)."""
+    """SIGTERM (preemption) and Ctrl-C alike save between two steps of a 1,000-step traced
+    loop, not at its end; while the run lives, another run on its model_dir is refused."""
     long_run = ("--mode=train", "--gin_param=train.epochs = 200")  # still running when checked
-    command = resnet_command(tmp_path, "--gin_param=train.checkpoint_every_steps=100000", *long_run)
+    loops = ("--gin_param=evaluation.every_epochs = 100", "--gin_param=train.steps_per_loop = 1000")
+    command = resnet_command(
+        tmp_path, "--gin_param=train.checkpoint_every_steps=100000", *long_run, *loops
+    )
     process = subprocess.Popen(
         command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -169,7 +178,8 @@ def test_a_signal_saves_and_a_second_run_is_refused_meanwhile(signum, code, tmp_
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == code, stderr[-3000:]
-    assert f"{signal.Signals(signum).name}: checkpoint saved at step" in stdout
+    saved = re.search(rf"{signal.Signals(signum).name}: checkpoint saved at step (\d+);", stdout)
+    assert saved and int(saved.group(1)) % 1000, stdout[-2000:]  # mid-loop
     assert "Traceback" not in stderr
     assert not (tmp_path / "run.lock").exists()
     assert restorable_checkpoints(tmp_path)

@@ -104,7 +104,7 @@ def test_sigterm_writes_checkpoint_before_exit(tmp_path, cli_env):
     )
     wait_for(lambda: (tmp_path / "operative_config.gin").exists(), process)
     # Interval saves are off, but CheckpointManager saves once after the first loop when
-    # model_dir has no checkpoint yet; SIGTERM must save a newer one at the next loop boundary.
+    # model_dir has no checkpoint yet; SIGTERM must save a newer one after the current step.
     before = latest_step(tmp_path)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=300)
@@ -112,3 +112,10 @@ def test_sigterm_writes_checkpoint_before_exit(tmp_path, cli_env):
     step = int(re.search(r"checkpoint saved at step (\d+)", stdout).group(1))
     assert step > before and latest_step(tmp_path) == step
     assert latest_record(tmp_path)["status"] == "aborted"
+
+
+def test_steps_replaces_the_recipes_length_however_spelled(tmp_path, cli_env):
+    """The recipe sets `train.epochs`; `--steps=3` trains 3 steps without unsetting it."""
+    result = run_resnet(tmp_path, "--mode=train", "--steps=3", env=cli_env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert latest_step(tmp_path) == 3 and "done: step=3, epoch=0.136" in result.stdout

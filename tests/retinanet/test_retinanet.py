@@ -55,8 +55,25 @@ def test_predict_draws_the_detections_into_a_png(digit_scenes_dir: str, tmp_path
     drawn = tf.io.decode_png(output.read_bytes()).numpy()
     assert drawn.shape == (512, 512, 3)  # 128 px enlarged 4x so that labels are legible
     assert result["prediction"].startswith("100 detections >= 0: ")  # every NMS row drawn
+    assert result["prediction"].endswith(" (and 95 more)")  # the summary names the best 5
     original = tf.image.resize(tf.io.decode_jpeg(image.read_bytes()), [512, 512], "nearest")
     assert (drawn != original.numpy()).any()  # boxes and labels were drawn
+    gin.clear_config()
+
+
+def test_with_nothing_over_the_threshold_the_best_are_drawn_faded(digit_scenes_dir, tmp_path):
+    """An early model scores everything below the drawing threshold: the drawing shows its
+    best 3 guesses, pale and labelled as below it, rather than the bare scene."""
+    task, models = default_task_and_models(
+        "DetectionTask.draw_score_threshold = 0.9", "detections.pre_nms_score_threshold = 0.0"
+    )
+    image = sorted(Path(digit_scenes_dir, "images", "val").glob("*.jpg"))[0]
+    output = tmp_path / "drawn.png"
+    result = predict_image(task, models, str(image), str(output))
+    assert result["prediction"].startswith("no detection >= 0.9; the best 3, drawn faded: ")
+    drawn = tf.io.decode_png(output.read_bytes()).numpy()
+    original = tf.image.resize(tf.io.decode_jpeg(image.read_bytes()), [512, 512], "nearest")
+    assert (drawn != original.numpy()).any()
     gin.clear_config()
 
 

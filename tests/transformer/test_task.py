@@ -57,3 +57,14 @@ def test_loss_evaluations_translate_nothing():
     task = TranslationTask(model="transformer_tiny")
     plan = EvalPlan("loss", "loss", "validation", 64, 10, -1)
     assert task.reduce_aggregated_logs(None, plan) == {}
+
+
+def test_a_line_longer_than_the_model_reads_gets_a_note(capsys):
+    """--mode=predict translates such a line from its first max_length - 1 tokens; it says
+    so, naming the line, rather than cutting it without a word."""
+    task = TranslationTask(model="transformer_tiny")
+    task._note_cut_lines(["a short line", "word " * 20_000, "another"])
+    note = capsys.readouterr().err.strip().splitlines()[-1]  # (after a first build's line)
+    assert note.startswith("note: line 2 has ") and note.endswith(
+        f"tokens; the model translates its first {task.input.max_length - 1}"
+    )

@@ -40,6 +40,13 @@ def test_memorises_then_scores_exports_and_translates_files(tmp_path, cli_env):
     ]
     printed = subprocess.run([*command, "-b", "-w", "4"], capture_output=True, text=True)
     assert float(printed.stdout) == pytest.approx(record["final_metrics"]["bleu"], abs=1e-4)
+    assert record["eval_curve"][-1]["outputs"] == [str(written / f"test-{step}.de")]
+
+    # An evaluation at the same step (greedy here) writes beside the training's, not over it.
+    scored = (written / f"test-{step}.de").read_bytes()
+    greedy = run_mode(SPEC, run, cli_env, "--mode=eval", "--gin_param=TranslationTask.beam_size=1")
+    assert f"wrote {written / f'test-{step}-eval.de'}" in greedy
+    assert (written / f"test-{step}.de").read_bytes() == scored
 
     exported = export(SPEC, run, cli_env)
     data = TranslationInput(data_dir=one_batch(SPEC.data, SPEC.examples))

@@ -24,6 +24,14 @@ CASES = {
         ["--gin_param=learning_rate.warmup_examples = None"],
         "error: learning_rate.decay='rsqrt' needs a warmup",
     ),
+    "a beam of 0": (
+        ["--gin_param=TranslationTask.beam_size = 0"],
+        "error: TranslationTask.beam_size=0: at least 1 (1: greedy)",
+    ),
+    "another family's recipe": (
+        ["--gin_file=dcgan/default.gin"],
+        "a dcgan model: run it with python -m models.dcgan",
+    ),
 }
 
 

@@ -16,6 +16,8 @@ from models.core.drawing import draw_boxes, draw_masks
 from models.core.export import image_bytes_signature
 from models.data.detection import PAD_SOURCE_ID, DetectionInput
 
+SHOWN = 5  # detections a --mode=predict summary names
+FADED = 3  # best detections drawn, faded, when none reaches the threshold
 BOX_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
 
 
@@ -144,24 +146,35 @@ def draw_detections(
     threshold: float,
 ) -> tuple[np.ndarray, str]:
     """The image with each detection scoring at least `threshold` boxed and labelled
-    (category name, score), its mask tinted where the model has masks; the summary lists
-    them."""
+    (category name, score), its mask tinted where the model has masks; when none does, the
+    FADED best ones below it, pale and labelled as such. The summary gives the count and the
+    best SHOWN of them."""
     answer = serve(tf.constant([image_bytes]))
     count = int(answer["num_detections"][0])
     scores = answer["scores"][0, :count].numpy()
     keep = scores >= threshold
+    faded = not keep.any()
+    if faded:  # an early model: its best guesses, so that the drawing shows something
+        keep = np.arange(count) < FADED  # detections come sorted by score
     boxes = answer["boxes"][0, :count].numpy()[keep]
     classes = answer["classes"][0, :count].numpy()[keep]
     names = {c["id"]: c["name"] for c in data.dataset_info().get("categories", [])}
     kept = zip(classes, scores[keep], strict=True)
     labels = [f"{names.get(int(c), int(c))}: {score:.2f}" for c, score in kept]
     image = tf.io.decode_jpeg(image_bytes, channels=3).numpy()
-    if "masks" in answer and len(boxes):
+    if "masks" in answer and len(boxes) and not faded:
         masks = answer["masks"][0, :count].numpy()[keep]
         image = draw_masks(image, pasted_masks(masks, boxes, image.shape[:2]))
-    picture = draw_boxes(image, boxes, labels)
-    found = ", ".join(labels) or "nothing"
-    return picture, f"{len(labels)} detections >= {threshold:g}: {found}"
+    if faded:
+        picture = draw_boxes(image, boxes, [f"below {threshold:g}: {x}" for x in labels], True)
+        return picture, f"no detection >= {threshold:g}; the best {len(labels)}, drawn faded: " + (
+            ", ".join(labels) or "none"
+        )
+    more = f" (and {len(labels) - SHOWN} more)" if len(labels) > SHOWN else ""
+    shown = ", ".join(labels[:SHOWN])
+    return draw_boxes(
+        image, boxes, labels
+    ), f"{len(labels)} detections >= {threshold:g}: {shown}{more}"
 
 
 def pasted_masks(masks: np.ndarray, boxes: np.ndarray, size: tuple[int, int]) -> np.ndarray:

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import gin
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from models import registry
 from models.core import optimization
 from models.core.auxiliary import AuxiliaryLogits
+from models.core.drawing import draw_captions
 from models.core.export import image_bytes_signature
 from models.core.task import Models, Task
 from models.data.classification import ClassificationInput
+
+TOP = 5  # classes a prediction shows
 
 
 @gin.configurable
@@ -134,3 +138,15 @@ class ImageClassificationTask(Task):
             }
 
         return {"serving_default": image_bytes_signature(predict, nothing)}
+
+    def draw_prediction(self, models: Models, image_bytes: bytes) -> tuple[np.ndarray, str]:
+        """The image with its TOP classes and their probabilities written on it; the summary
+        lists them, out of how many classes."""
+        answer = self.serving_signatures(models)["serving_default"](tf.constant([image_bytes]))
+        probabilities = answer["probabilities"][0].numpy()
+        names = self.input.class_names()
+        top = np.argsort(-probabilities)[:TOP]
+        captions = [f"{names[c]}: {probabilities[c]:.1%}" for c in top]
+        image = tf.io.decode_image(image_bytes, channels=3, expand_animations=False).numpy()
+        summary = f"top {len(top)} of {len(names)} classes: " + ", ".join(captions)
+        return draw_captions(image, captions), summary

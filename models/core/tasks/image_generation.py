@@ -308,7 +308,7 @@ class ImageGenerationTask(Task):
             return
         grid = image_grid(to_uint8(fake[: GRID * GRID]).numpy(), GRID)
         tf.io.gfile.makedirs(run.directory)
-        path = f"{run.directory}/samples-{run.step}.png"
+        path = run.path("samples", ".png")
         tf.io.write_file(path, tf.io.encode_png(grid))
         if run.directory not in self._writers:
             self._writers[run.directory] = tf.summary.create_file_writer(run.directory)

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from models.core.errors import UsageError, nearest
 
 DEFAULT_CACHE_DIR = "~/.cache/tpu-pod-zoo"
+BUILDING = "building the built-in dataset"  # the line a first use prints (stderr)
 LOCKS = ".locks"  # the cache's folder of per-dataset lock files (build_once)
 
 
@@ -50,6 +52,9 @@ def _locked(path: Path):
 
 
 def _build(name: str, write: Callable[[Path], None], root: Path, target: Path) -> None:
+    """Writes the dataset, saying so first on stderr (stdout may be a command's JSON): the
+    first run of a family spends seconds to a minute here."""
+    print(f"{BUILDING} {name} in {root} (once)", file=sys.stderr, flush=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root))
     try:
         staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared.

@@ -12,8 +12,10 @@ Usage: python -m models.data.convert.squad --input=train-v1.1.json --vocab=vocab
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -64,10 +66,13 @@ def read_squad(path: str, training: bool) -> list[Any]:
     try:
         with tf.io.gfile.GFile(path) as file:
             articles = json.load(file)["data"]
-        for article in articles:
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    _check_question(paragraph["context"], qa, training)
+        misplaced = [
+            found
+            for article in articles
+            for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]
+            if (found := _check_question(paragraph["context"], qa, training))
+        ]
     except json.JSONDecodeError as error:
         raise UsageError(f"--input {path} is not JSON: {error}") from None
     except (KeyError, TypeError) as error:
@@ -77,17 +82,36 @@ def read_squad(path: str, training: bool) -> list[Any]:
         ) from None
     except ValueError as error:
         raise UsageError(f"--input {path}: {error}") from None
-    examples = squad_lib.read_squad_examples(
-        path, is_training=training, version_2_with_negative=False
-    )
+    with _quiet_absl():  # its own warning per skipped question ("Could not find answer")
+        examples = squad_lib.read_squad_examples(
+            path, is_training=training, version_2_with_negative=False
+        )
     if not examples:
-        raise UsageError(f"--input {path} holds no question")
+        why = f": every answer is misplaced ({misplaced[0]})" if misplaced else ""
+        raise UsageError(f"--input {path} holds no question{why}")
+    if misplaced:
+        print(
+            f"note: {len(misplaced)} training questions skipped, their answer text not at "
+            f"answer_start (first: {misplaced[0]})",
+            file=sys.stderr,
+        )
     return examples
 
 
-def _check_question(context: str, qa: dict, training: bool) -> None:
+@contextlib.contextmanager
+def _quiet_absl():
+    level = logging.get_verbosity()
+    logging.set_verbosity(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
+def _check_question(context: str, qa: dict, training: bool) -> str | None:
     """ValueError naming the question whose answers do not fit its context (training reads
-    exactly one answer per question, as run_squad.py does)."""
+    exactly one answer per question, as run_squad.py does); for training, a note when the
+    answer's text is not at its answer_start (Model Garden skips such a question)."""
     for key in ("id", "question", "answers"):
         if key not in qa:
             raise KeyError(key)
@@ -101,6 +125,10 @@ def _check_question(context: str, qa: dict, training: bool) -> None:
                 f"question {qa['id']}: answer_start {start} is outside its context "
                 f"({len(context)} characters)"
             )
+    if training and context[start : start + len(text)] != text:
+        found = context[start : start + len(text)]
+        return f"question {qa['id']}: {text!r}, where the context has {found!r}"
+    return None
 
 
 def features(examples: list[Any], vocab: str, windows: Windows, training: bool) -> list[Any]:
