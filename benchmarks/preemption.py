@@ -35,7 +35,7 @@ from models.core.errors import UsageError
 FLAGS = flags.FLAGS
 LOOP_START = re.compile(r"train \| step:\s+\d+ \| training until")
 EVAL_START = re.compile(r"eval \| step:\s+(\d+) \| running")
-SAVED = re.compile(r"SIGTERM: checkpoint saved at step (\d+)")
+SAVED = re.compile(r"SIGTERM: (?:checkpoint saved at step (\d+)|nothing was saved)")
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
 
 
@@ -118,13 +118,15 @@ def trial(index: int, rng: random.Random) -> dict:
     time.sleep(delay)
     seconds, code = run.stop(deadline)
     (model_dir / "stopped-run.log").write_text("\n".join(run.lines) + "\n")
-    saved = next((int(m.group(1)) for line in run.lines if (m := SAVED.search(line))), None)
+    saved = next((int(m.group(1) or 0) for line in run.lines if (m := SAVED.search(line))), None)
     result = {"trial": index, "delay_s": delay, "stop_s": seconds, "exit_code": code}
     result["saved_step"] = saved
     if FLAGS.phase == "eval":  # the evaluation was still running when SIGTERM came
         result["in_evaluation"] = saved == int(started.group(1))
     if saved is None:
         return {**result, "resumed": False, "note": (run.lines or [""])[-1][:200]}
+    if saved == 0:  # stopped before its first step ended: a rerun starts afresh
+        return {**result, "resumed": None}
     rerun = Process(command(model_dir))
     resumed = int(rerun.wait_for(RESUMED, deadline).group(1))
     if FLAGS.phase == "eval":  # the interrupted evaluation runs again, at the saved step
@@ -148,11 +150,14 @@ def compute(argv: list[str]) -> dict:
     return {"recipe": FLAGS.recipe, "phase": FLAGS.phase, "trials": trials}
 
 
+RESUMED_TEXT = {True: "yes", False: "NO", None: "nothing to resume (before step 1)"}
+
+
 def render_trial(t: dict) -> str:
     return (
         f"trial {t['trial']}: SIGTERM {format_number(t['delay_s'], '.1f')} s in -> exit "
         f"{t['exit_code']} after {format_number(t['stop_s'], '.1f')} s, saved step "
-        f"{t['saved_step']}, rerun resumed there: {'yes' if t['resumed'] else 'NO'}"
+        f"{t['saved_step']}, rerun resumed there: {RESUMED_TEXT[t['resumed']]}"
     )
 
 
@@ -164,7 +169,7 @@ def render(result: dict) -> str:
         rows.append(
             f"| {t['trial']} | {t['delay_s']:.1f} | {t['exit_code']} | {t['stop_s']:.1f} | "
             f"{t['saved_step']}{during.get(t.get('in_evaluation'), '')} | "
-            f"{'yes' if t['resumed'] else 'no'} |"
+            f"{RESUMED_TEXT[t['resumed']]} |"
         )
     worst = max(t["stop_s"] for t in result["trials"])
     return (
@@ -178,7 +183,7 @@ def exit_code(result: dict) -> int:
     """1 unless every trial exited 143, mid-evaluation with --phase=eval, and its rerun
     resumed at the saved step."""
     good = all(
-        t["exit_code"] == 143 and t["resumed"] and t.get("in_evaluation", True)
+        t["exit_code"] == 143 and t["resumed"] is not False and t.get("in_evaluation", True)
         for t in result["trials"]
     )
     return 0 if good else 1
