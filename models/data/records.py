@@ -51,6 +51,33 @@ class DataFolder:
             self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
         return self._resolved_dir
 
+    def damaged_shard(self) -> str | None:
+        """'<shard>: record N at byte B is cut short' for the first TFRecord shard of the
+        folder whose records do not end where the file does, else None (a record's bytes
+        damaged inside the file are not found: its length headers still add up)."""
+        for path in sorted(tf.io.gfile.glob(f"{self.data_dir.rstrip('/')}/*-of-*")):
+            where = truncated_record(path)
+            if where is not None:
+                return f"{path}: {where}"
+        return None
+
+
+def truncated_record(path: str) -> str | None:
+    """Where a TFRecord file is cut short ('record 3 at byte 4096 is cut short'), or None;
+    reads each record's 12-byte header only (length, its CRC) and seeks past its data."""
+    size = tf.io.gfile.stat(path).length
+    offset, index = 0, 0
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        while offset < size:
+            header = handle.read(12)
+            length = int.from_bytes(header[:8], "little") if len(header) == 12 else size
+            if offset + 16 + length > size:
+                return f"record {index} at byte {offset} is cut short"
+            offset += 16 + length
+            handle.seek(offset)
+            index += 1
+    return None
+
 
 class ShardedFolder(DataFolder):
     """A DataFolder of `<split>-*` shards beside a dataset_info.json: subclasses set `patterns`

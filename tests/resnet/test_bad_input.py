@@ -74,7 +74,7 @@ def _empty_dir(digits_dir, tmp_path) -> list[str]:
 CASES = {
     "missing data_dir": (lambda d, t: [f"--data_dir={t / 'nowhere'}"], "--data_dir"),
     "empty data_dir": (_empty_dir, "--data_dir"),
-    "truncated TFRecord": (_truncated, "truncated"),
+    "truncated TFRecord": (_truncated, "train-00000-of-00004 is truncated or corrupt"),
     "records without expected keys": (_missing_keys, "image/class/label"),
     "label outside class range": (_label_out_of_range, "label"),
     "unknown gin binding": (lambda d, t: ["--gin_param=train.epoch = 3"], "did you mean 'epochs'"),

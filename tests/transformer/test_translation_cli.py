@@ -50,3 +50,21 @@ def test_predict_without_a_trained_model_is_one_line(tmp_path, cli_env):
         "transformer", tmp_path / "run", "--mode=predict", f"--input={lines}", env=cli_env
     )
     assert "checkpoint" in one_error_line(result)
+
+
+@pytest.mark.slow
+def test_a_shard_cut_short_met_mid_run_is_named(tmp_path, cli_env):
+    """The pre-flight check reads each shard's first records only; the pipeline meets the cut
+    later, where TensorFlow's error gives a byte offset alone: the line names the shard."""
+    import shutil
+    from pathlib import Path
+
+    from models.data import builtin
+
+    data = Path(shutil.copytree(builtin.prepare("pg_messages"), tmp_path / "data"))
+    for shard in sorted(data.glob("train-*")):
+        shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2 + 7])
+    args = (f"--data_dir={data}", "--mode=train", "--steps=400")
+    line = one_error_line(run_model("transformer", tmp_path / "run", *args, env=cli_env))
+    assert line.startswith(f"error: truncated TFRecord shard {data}/train-0000")
+    assert "is cut short; rewrite or delete it" in line
