@@ -27,3 +27,13 @@ def test_every_family_is_checked():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_default_recipe_train_step_compiles_with_xla(family, digits_dir):
     check_xla_train_step(f"{family}/default.gin", XLA_PARAMS.get(family, ()))
+
+
+def test_every_family_readme_names_the_length_flags():
+    """Shortening a run is one flag whatever the recipe spells its length in: each family's
+    README says so, with its own command."""
+    from zoo_testing import REPO
+
+    for family in sorted({registry.model_entry(m).family for m in registry.list_models()}):
+        text = (REPO / "models" / family / "README.md").read_text()
+        assert f"python -m models.{family} --model_dir=DIR --steps=100" in text, family

@@ -37,6 +37,9 @@ class Clock:
         ]
         if not given:
             return None
+        for name, value in given:  # a bad value first: "both set" would hide it
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise UsageError(f"{name}={value!r}: expected a number >= 0")
         if len(given) > 1:
             both = " and ".join(n for n, _ in given)
             flags = ", or --steps=N / --epochs=N" if names[0] == "train.steps" else ""
@@ -45,8 +48,6 @@ class Clock:
                 f"{flags})"
             )
         name, value = given[0]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise UsageError(f"{name}={value!r}: expected a number >= 0")
         rounding: Callable[[float], float] = math.ceil if round_up else round
         if name == names[0]:
             return int(rounding(value))

@@ -58,6 +58,10 @@ BAD_INPUT_LATE = {
     ),
     "no checkpoints kept": (["--gin_param=train.max_checkpoints_to_keep = 0"], "keep at least 1"),
     "batch of 0": (["--gin_param=train.global_batch_size = 0"], "positive whole number"),
+    "negative steps beside the recipe's epochs": (
+        ["--gin_param=train.steps = -5"],
+        "train.steps=-5: expected a number >= 0",
+    ),
     "negative batch": (["--gin_param=train.global_batch_size = -8"], "positive whole number"),
     "accuracy target above 1": (["--target_value=2.0"], "lies in [0, 1]"),
     # with_checkpoints holds another model's checkpoint: nothing is evaluated or exported
