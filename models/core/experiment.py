@@ -14,7 +14,7 @@ import tensorflow as tf
 from models.core import checkpoint as ckpt
 from models.core import gin_config
 from models.core.cluster import is_chief, is_multi_worker
-from models.core.errors import Stopped, UsageError, first_line, nearest
+from models.core.errors import Stopped, UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
 from models.core.predict import predict_image, predict_samples, predict_text
@@ -291,8 +291,11 @@ class Experiment:
                 return self._run()
         except StopRequested as stop:
             raise self._stopped(stop.signum) from None
-        except tf.errors.DataLossError as error:  # the input pipeline met a damaged shard
-            raise UsageError(self._data_loss(error)) from None
+        except tf.errors.DataLossError:  # the input pipeline met a damaged shard: which?
+            where = self._damaged_shard()
+            if where is None:
+                raise  # the error boundary's own line (models/core/errors.py)
+            raise UsageError(f"truncated TFRecord shard {where}; rewrite or delete it") from None
         finally:
             if not self.chief:
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
@@ -303,14 +306,11 @@ class Experiment:
             return self._evaluating.progress()
         return self._pace() if self._pace is not None else None
 
-    def _data_loss(self, error: tf.errors.DataLossError) -> str:
-        """The one line for damaged TFRecords met mid-run, naming the shard when it is cut
-        short (TensorFlow's message gives only a byte offset)."""
+    def _damaged_shard(self) -> str | None:
+        """The task's shard cut short, with where (TensorFlow's DataLossError gives a byte
+        offset alone), or None."""
         folder = getattr(self.task, "input", None)
-        where = folder.damaged_shard() if isinstance(folder, DataFolder) else None
-        if where is None:
-            return f"corrupt or truncated TFRecord data: {first_line(error)}"
-        return f"truncated TFRecord shard {where}; rewrite or delete it"
+        return folder.damaged_shard() if isinstance(folder, DataFolder) else None
 
     def _stopped(self, signum: int) -> BaseException:
         """What a stop flag seen between steps or batches becomes: a training run saves its
