@@ -37,16 +37,19 @@ demo: $(STAMP) system-packages
 		--repeats=3 --out=runs/demo
 	$(PY) -m benchmarks.report runs/demo
 
-# CI: ruff, then every test: unit and contract tests, every family's memorisation check, the
-# ResNet spine's runs to 97%, XLA compiles, cpu-2 runs, every variant built full size; then
-# worker-seconds by family and kind (tests/suite_time.py).
+# CI: ruff and the layers (lint-imports: pyproject.toml's contracts), then every test: unit and
+# contract tests, every family's memorisation check, the ResNet spine's runs to 97%, XLA
+# compiles, cpu-2 runs, every variant built full size; then worker-seconds by family and kind
+# (tests/suite_time.py).
 test: $(STAMP) system-packages
 	$(VENV)/bin/ruff check models benchmarks tests
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q $(XDIST) --durations=15 -m "not exhaustive" tests
 
 # Quick iteration: every test neither marked `memorise` nor `slow`.
 test-fast: $(STAMP) system-packages
 	$(VENV)/bin/ruff check models benchmarks tests
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q $(XDIST) --durations=10 -m "not memorise and not slow and not exhaustive" tests
 
 # Every family's default recipe to its target on cpu-1 (BERT's fine-tuning recipes from its

@@ -20,7 +20,7 @@ INSTALL_REQUIRES = [
 
 # The recipes stay at the repository root (configs/, official/: data, not Python). A wheel or a
 # non-editable install carries them as package data of `models`, under models/_data/, where
-# models.paths finds them; `official` must never become a top-level name (it is Model Garden's).
+# models.core.paths finds them; `official` must never become a top-level name (Model Garden's).
 DATA_DIRS = {"models._data.configs": "configs", "models._data.official": "official"}
 PACKAGE_DATA = {
     "models._data.configs": ["*.gin", "**/*.gin"],
@@ -39,6 +39,8 @@ setup(
     install_requires=INSTALL_REQUIRES,
     # pytest 9.2 ignores the node ids that pytest-xdist 3.8's --dist loadgroup rewrites, so
     # xdist_group stops grouping, silently (pytest-dev/pytest-xdist#1386; tests/test_scheduling.py).
-    extras_require={"test": ["pytest>=8,<9.2", "pytest-xdist>=3.5", "ruff>=0.5"]},
+    extras_require={
+        "test": ["pytest>=8,<9.2", "pytest-xdist>=3.5", "ruff>=0.5", "import-linter>=2.1"]
+    },
     entry_points={"console_scripts": ["zoo-models=models.__main__:run"]},
 )

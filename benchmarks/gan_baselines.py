@@ -21,8 +21,8 @@ from benchmarks import output
 from benchmarks.recipes import define_flags, load_recipe
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
-from models.core.sample_quality import frechet_distance, inception_score
-from models.core.tasks.image_generation import ImageGenerationTask
+from models.tasks.image_generation import ImageGenerationTask
+from models.tasks.sample_quality import frechet_distance, inception_score
 
 FLAGS = flags.FLAGS
 define_flags("dcgan/default")

@@ -18,8 +18,8 @@ from absl import flags, logging
 import models  # noqa: F401 - first: it quiets TensorFlow's C++ logs before TensorFlow loads
 from benchmarks import output
 from benchmarks.throughput.measure import forward_flops
-from models import registry
-from models.core.adversarial import AdversarialPair
+from models.core import registry
+from models.tasks.adversarial import AdversarialPair
 
 FLAGS = flags.FLAGS
 # What a text family's FLOPs are counted on: BERT's phase-1 pair, a Transformer sentence pair.

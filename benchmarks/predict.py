@@ -17,8 +17,8 @@ from absl import flags
 from benchmarks.output import format_number, run_cli
 from benchmarks.published import Published, published_results
 from models.core.errors import UsageError, nearest
+from models.core.paths import CONFIGS_DIR
 from models.core.strategy import parse_slice
-from models.paths import CONFIGS_DIR
 
 SLICES_DIR = CONFIGS_DIR / "slices"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from models.core.errors import UsageError
-from models.paths import OFFICIAL_DIR
+from models.core.paths import OFFICIAL_DIR
 
 _HEADER = re.compile(r"^#\s*published\.(\w+):\s*(.+?)\s*$")
 REQUIRED = ("family", "model", "round", "slice", "global_batch", "minutes", "target")

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 import gin
 from absl import flags
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError, nearest
 from models.core.recipe import RunSpec
 

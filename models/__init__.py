@@ -8,6 +8,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # (2.2 s a process on 2026-12-03; TensorFlow's own Keras alias, never used here, names tf_keras).
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-from models.registry import create_model, list_models, list_recipes  # noqa: E402
+from models.core.registry import create_model, list_models, list_recipes  # noqa: E402
 
 __all__ = ["create_model", "list_models", "list_recipes"]

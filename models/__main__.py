@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from models.core.errors import UsageError, nearest, run_guarded
-from models.registry import ModelEntry, list_models, model_entry
+from models.core.registry import ModelEntry, list_models, model_entry
 
 RECIPE_NOTE = (
     "recipe 'default' (configs/<family>/default.gin, what `python -m models.<family>` trains): "

@@ -19,7 +19,7 @@ def _patch(cls: type, method: str, wrap) -> None:
 
 
 def _classification_labels_shuffled() -> None:
-    from models.core.tasks.image_classification import ImageClassificationTask
+    from models.tasks.image_classification import ImageClassificationTask
 
     def step(original, self, inputs, *rest):
         images, labels = inputs
@@ -29,7 +29,7 @@ def _classification_labels_shuffled() -> None:
 
 
 def _detection_classes_off_by_one() -> None:
-    from models.core.tasks.coco_detection import CocoDetectionTask
+    from models.tasks.coco_detection import CocoDetectionTask
 
     def step(original, self, *args):
         outputs = original(self, *args)
@@ -41,7 +41,7 @@ def _detection_classes_off_by_one() -> None:
 
 
 def _instance_masks_shifted() -> None:
-    from models.core.tasks.coco_detection import CocoDetectionTask
+    from models.tasks.coco_detection import CocoDetectionTask
 
     def step(original, self, *args):
         outputs = original(self, *args)
@@ -54,7 +54,7 @@ def _instance_masks_shifted() -> None:
 
 
 def _segmentation_classes_off_by_one() -> None:
-    from models.core.tasks.semantic_segmentation import SemanticSegmentationTask
+    from models.tasks.semantic_segmentation import SemanticSegmentationTask
 
     def confusion(original, self, logits, masks):
         return original(self, tf.roll(logits, 1, axis=-1), masks)
@@ -95,7 +95,7 @@ def _translation_targets_shuffled() -> None:
 
 
 def _generator_loss_sign_flipped() -> None:
-    from models.core.tasks import image_generation
+    from models.tasks import image_generation
 
     original = image_generation.generator_loss
     image_generation.generator_loss = lambda loss, fake: -original(loss, fake)

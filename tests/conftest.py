@@ -51,7 +51,7 @@ def pytest_configure(config) -> None:
     """Registers the suite-time tables (tests/suite_time.py)."""
     from suite_time import SuiteTimes
 
-    from models import registry
+    from models.core import registry
 
     names = set(registry.list_models())
     families = {registry.model_entry(name).family for name in names}

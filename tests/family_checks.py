@@ -7,8 +7,7 @@ import numpy as np
 import tensorflow as tf
 from zoo_testing import plan
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy
 from models.core.trainer import Trainer, build_training_state

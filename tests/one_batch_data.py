@@ -1,7 +1,7 @@
 """Built-in datasets cut to one small batch, the same examples in every split: what the
 memorisation checks (tests/test_memorisation.py) train and evaluate on through the real input
 pipelines. Each folder is written once per test session into the dataset cache, atomically
-(builtin.build_once), in its dataset's own schema: record shards, dataset_info.json with the new
+(cache.build_once), in its dataset's own schema: record shards, dataset_info.json with the new
 counts, and the files the evaluation reads (COCO annotations, SQuAD JSON, reference texts)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from models.data import builtin
+from models.data.builtin import cache
 
 SHARD = "{split}-00000-of-00001"
 
@@ -22,7 +23,7 @@ def one_batch(name: str, examples: int) -> str:
     every split it has; returns the folder."""
     source = Path(builtin.prepare(name))
     write = {"wordnet_glosses": _sentences, "wordnet_qa": _questions}.get(name, _records)
-    return builtin.build_once(
+    return cache.build_once(
         f"one-batch-{source.name}-{examples}", lambda out: write(source, out, examples)
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from family_checks import check_xla_train_step
 
-from models import registry
+from models.core import registry
 
 FAMILIES = sorted({registry.model_entry(n).family for n in registry.list_models()} - {"resnet"})
 # TensorFlow's combined NMS, which Mask R-CNN's default recipe proposes with on CPU, has no XLA

@@ -13,7 +13,7 @@ from memorisation import check_fails, check_memorises, evaluate, meets
 from memorisation_checks import BY_NAME, CHECKS
 from serving_checks import check_user_modes
 
-from models import registry
+from models.core import registry
 
 
 def test_every_family_has_a_memorisation_check():

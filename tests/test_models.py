@@ -24,11 +24,11 @@ import tensorflow as tf
 import tf_keras
 from zoo_testing import DETECTION_TASKS, plan
 
-from models import registry
-from models.core.adversarial import AdversarialPair
-from models.core.auxiliary import AuxiliaryLogits
+from models.core import registry
 from models.core.strategy import build_strategy
 from models.core.trainer import Trainer, build_training_state
+from models.tasks.adversarial import AdversarialPair
+from models.tasks.auxiliary import AuxiliaryLogits
 
 pytestmark = pytest.mark.slow  # every variant built full size: minutes on 2 cores
 NAMES = registry.list_models()

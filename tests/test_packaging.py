@@ -25,7 +25,7 @@ PROBE = """
 import importlib.util, json
 import benchmarks, models
 from benchmarks import published
-from models import paths, registry
+from models.core import paths, registry
 
 headers = [published.read_header(p) for p in sorted(paths.OFFICIAL_DIR.glob("*.gin"))]
 print(json.dumps({

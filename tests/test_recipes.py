@@ -7,8 +7,7 @@ import gin
 import pytest
 from zoo_testing import plan
 
-from models import registry
-from models.core import gin_config, optimization
+from models.core import gin_config, optimization, registry
 from models.core.recipe import RunSpec
 from models.core.settings import TrainSettings
 

@@ -9,11 +9,10 @@ from zoo_testing import PYTHON
 
 import models
 from models import __main__ as models_main
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
-from models.registry import PublishedCount
+from models.core.registry import PublishedCount
 
 registry.load_all()
 RECIPES = sorted(registry._recipe_models())  # noqa: SLF001 - the scan under test

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from models.data.builtin import BUILDING
+from models.data.builtin.cache import BUILDING
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable

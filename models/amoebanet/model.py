@@ -18,9 +18,9 @@ import gin
 import tensorflow as tf
 import tf_keras
 
-from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.auxiliary import AuxiliaryLogits
 
 layers = tf_keras.layers
 STEM_TYPES = ("imagenet", "basic")

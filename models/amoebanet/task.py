@@ -6,7 +6,7 @@ import gin
 import tensorflow as tf
 
 from models.amoebanet.model import AmoebaNet
-from models.core.tasks.image_classification import ImageClassificationTask
+from models.tasks.image_classification import ImageClassificationTask
 
 
 @gin.configurable

@@ -11,7 +11,7 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers, networks
 
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
 
 ENCODER = "encoder_network"  # the encoder's checkpoint name, shared by every BERT model here
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")

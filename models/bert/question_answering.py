@@ -52,12 +52,6 @@ class QuestionAnsweringTask(Task):
         model = fine_tuning_model(self.model, vocab_size, BertSpanLabeler, length, "squad_input")
         return {"model": model}
 
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
     def validate_data(self, splits: Sequence[str]) -> None:
         self.input.vocab()
         self.input.validate(splits)

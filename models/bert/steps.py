@@ -8,8 +8,8 @@ from collections.abc import Callable
 import tensorflow as tf
 import tf_keras
 
-from models import registry
 from models.bert.model import INPUTS
+from models.core import registry
 from models.core.errors import UsageError
 
 ACCURACY = tf_keras.metrics.SparseCategoricalAccuracy

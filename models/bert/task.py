@@ -10,7 +10,6 @@ import gin
 import tensorflow as tf
 import tf_keras
 
-from models import registry
 from models.bert.model import BertClassifier
 from models.bert.question_answering import QuestionAnsweringTask  # noqa: F401 - registers it
 from models.bert.steps import (
@@ -20,6 +19,7 @@ from models.bert.steps import (
     cross_entropy,
     fine_tuning_model,
 )
+from models.core import registry
 from models.core.task import Models, Task
 from models.data.pretraining import PretrainingInput
 from models.data.sentence_classification import SentenceClassificationInput
@@ -58,9 +58,6 @@ class MaskedLMTask(Task):
         check_length(model, self.input.seq_length, "pretraining_input")
         return {"model": model}
 
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
     def synthetic_inputs(self, global_batch_size, input_context):
         """One batch of random pairs of the input's shapes, repeated (no data read)."""
         batch = input_context.get_per_replica_batch_size(global_batch_size)
@@ -80,12 +77,6 @@ class MaskedLMTask(Task):
             "next_sentence_labels": uniform([batch], 2, 3),
         }
         return tf.data.Dataset.from_tensors(features).repeat()
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
         return [ACCURACY("masked_lm_accuracy"), ACCURACY("next_sentence_accuracy")]
@@ -195,12 +186,6 @@ class SentenceClassificationTask(Task):
         vocab_size, length = len(self.input.vocab()), self.input.seq_length
         model = fine_tuning_model(self.model, vocab_size, head, length, "sentence_input")
         return {"model": model}
-
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
 
     def validate_data(self, splits: Sequence[str]) -> None:
         self.input.vocab()

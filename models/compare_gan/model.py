@@ -28,9 +28,9 @@ from models.compare_gan.layers import (
     UPSAMPLINGS,
     GanSpec,
 )
-from models.core.adversarial import AdversarialPair
 from models.core.errors import UsageError, check_choice
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.adversarial import AdversarialPair
 
 ARCHITECTURES = {"sndcgan": sndcgan, "resnet": resnet, "biggan": biggan}
 

@@ -28,7 +28,6 @@ from models.core.strategy import check_jit_compile
 from models.core.target import Target
 from models.core.task import Task
 from models.core.trainer import Evaluator, Trainer, build_training_state
-from models.data.records import DataFolder
 
 EVALUATING_MODES = ("eval", "train_and_eval", "continuous_eval")
 TRAINING_MODES = ("train", "train_and_eval")
@@ -292,7 +291,7 @@ class Experiment:
         except StopRequested as stop:
             raise self._stopped(stop.signum) from None
         except tf.errors.DataLossError:  # the input pipeline met a damaged shard: which?
-            where = self._damaged_shard()
+            where = self.task.damaged_shard()
             if where is None:
                 raise  # the error boundary's own line (models/core/errors.py)
             raise UsageError(f"truncated TFRecord shard {where}; rewrite or delete it") from None
@@ -305,12 +304,6 @@ class Experiment:
         if self._evaluating is not None:
             return self._evaluating.progress()
         return self._pace() if self._pace is not None else None
-
-    def _damaged_shard(self) -> str | None:
-        """The task's shard cut short, with where (TensorFlow's DataLossError gives a byte
-        offset alone), or None."""
-        folder = getattr(self.task, "input", None)
-        return folder.damaged_shard() if isinstance(folder, DataFolder) else None
 
     def _stopped(self, signum: int) -> BaseException:
         """What a stop flag seen between steps or batches becomes: a training run saves its

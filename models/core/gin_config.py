@@ -9,12 +9,11 @@ import gin
 import gin.resource_reader
 import tf_keras
 
-from models import registry
-from models.core import mlperf, optimization, recipe, settings, strategy  # noqa: F401 - registers core configurables
+from models.core import mlperf, optimization, recipe, registry, settings, strategy  # noqa: F401 - registers core configurables
 from models.core.errors import UsageError, nearest
 from models.core.files import write_atomically
-from models.recipe_text import included_files
-from models.registry import CONFIGS_DIR
+from models.core.recipe_text import included_files
+from models.core.registry import CONFIGS_DIR
 
 OPERATIVE_CONFIG = "operative_config.gin"
 _UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")

@@ -12,9 +12,8 @@ import tensorflow as tf
 import tf_keras
 from absl import flags, logging
 
-from models import registry
 from models.core import checkpoint as ckpt
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.cluster import is_chief, write_tf_config
 from models.core.errors import UsageError, first_line, run_app, stop_on_signals
 from models.core.experiment import TRAINING_MODES, Experiment, RunOptions

@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import tensorflow as tf
 import tf_keras
@@ -63,9 +63,27 @@ class EvalRun:
         return path
 
 
+class InputSource(Protocol):
+    """What a task reads: one of models/data's input pipelines, as core's Task delegates to it."""
+
+    def dataset(
+        self,
+        split: str,
+        global_batch_size: int,
+        input_context: tf.distribute.InputContext | None,
+        seed: int | None,
+    ) -> tf.data.Dataset: ...
+
+    def num_examples(self, split: str) -> int | None: ...
+
+    def validate(self, splits: Sequence[str]) -> None: ...
+
+
 class Task(abc.ABC):
     """Base class of every family's task; core calls `Task(model=..., data_dir=..., seed=...)`
-    with the recipe's `run.model` (a registered variant name)."""
+    with the recipe's `run.model` (a registered variant name). A task that reads data sets
+    `input` (and `seed`): building, counting, checking and locating a damaged shard of its
+    input then need no code of its own."""
 
     #: Eval metric that time-to-accuracy mode targets by default, e.g. "top_1_accuracy".
     primary_metric: str = "accuracy"
@@ -76,6 +94,10 @@ class Task(abc.ABC):
     metric_ranges: dict[str, tuple[float, float]] = {"accuracy": (0.0, 1.0)}
     #: Set by core before each `reduce_aggregated_logs`.
     eval_run: EvalRun | None = None
+    #: The input pipeline the task reads (an InputSource); None for a task that reads none.
+    input: InputSource | None = None
+    #: The run's seed: input order and augmentation (None: nondeterministic order).
+    seed: int | None = None
 
     @abc.abstractmethod
     def build_models(self) -> Models:
@@ -86,11 +108,11 @@ class Task(abc.ABC):
         Override to train fewer models than are built (a frozen feature extractor)."""
         return optimization.build_optimizers(list(models), plan)
 
-    @abc.abstractmethod
     def build_inputs(
         self, split: str, global_batch_size: int, input_context: tf.distribute.InputContext | None
     ) -> tf.data.Dataset:
         """The dataset of one input pipeline for `split` ('train', 'validation', ...)."""
+        return self._input().dataset(split, global_batch_size, input_context, seed=self.seed)
 
     def synthetic_inputs(
         self, global_batch_size: int, input_context: tf.distribute.InputContext | None
@@ -101,14 +123,27 @@ class Task(abc.ABC):
         batch = self.build_inputs("train", global_batch_size, input_context).take(1)
         return batch.cache().repeat()
 
-    @abc.abstractmethod
     def num_examples(self, split: str) -> int | None:
         """Examples in one epoch of `split`; None when unknown (the recipe trains by steps
         and evaluation reads the split until it ends)."""
+        return self._input().num_examples(split)
 
-    def validate_data(self, splits: Sequence[str]) -> None:  # noqa: B027 - optional hook
+    def validate_data(self, splits: Sequence[str]) -> None:
         """Checks the splits a run reads cheaply, before anything is trained or written;
         raises UsageError."""
+        if self.input is not None:
+            self.input.validate(splits=splits)
+
+    def damaged_shard(self) -> str | None:
+        """'<shard>: where it is cut short' for the input's first truncated shard, else None
+        (asked after a DataLossError: TensorFlow's names a byte offset alone)."""
+        find = getattr(self.input, "damaged_shard", None)
+        return find() if find is not None else None
+
+    def _input(self) -> InputSource:
+        if self.input is None:
+            raise NotImplementedError(f"{type(self).__name__} sets no `input`: override this")
+        return self.input
 
     def build_metrics(
         self, training: bool, evaluation: EvalPlan | None = None

@@ -15,6 +15,7 @@ from official.vision.ops import augment
 from models.core.errors import UsageError, check_choice
 from models.core.precision import DTYPES
 from models.data.color import COLOR_DISTORTIONS, distort_color
+from models.data.folder import DataFolder
 from models.data.imagenet_schema import (
     ENCODED,
     INFO_COUNT_KEYS,
@@ -24,18 +25,16 @@ from models.data.imagenet_schema import (
     LABEL_OFFSET,
     SPLITS,
 )
+from models.data.reader import InputReader, constant_padding, per_replica_batch
 from models.data.records import (
     NOT_JPEG,
-    DataFolder,
     budgeted,
     check_images,
     check_split,
     count_records,
     find_files,
-    per_replica_batch,
     read_info,
     shard_heads,
-    sharded_records,
 )
 
 AUGMENTATIONS = ("random_resized_crop", "none")
@@ -174,23 +173,20 @@ class ClassificationInput(DataFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched (images, labels) of this input pipeline; validation is padded with label -1."""
-        files = self.files(split)
-        batch_size = per_replica_batch(global_batch_size, input_context)
+    def reader(self, split: str) -> InputReader:
+        """Training: shuffled, augmented examples, each with its own stateless random seed;
+        evaluation: centre crops, then zero images labelled -1 (static-shape eval)."""
         training = split == "train"
-        records = self._records(files, training, input_context, seed)
-        examples = self._train_examples(records, seed) if training else self._eval_examples(records)
-        dataset = examples.batch(batch_size, drop_remainder=True).prefetch(_AUTOTUNE)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return dataset.with_options(options)
+        size = self.image_size
+        padding = (tf.zeros([size, size, 3], self.dtype), tf.constant(PAD_LABEL, tf.int32))
+        return InputReader(
+            parse=self._train_example if training else self._eval_example,
+            padding=constant_padding(padding),
+            shuffle_buffer=self.shuffle_buffer,
+            cycle_length=self.cycle_length,
+            cache=self.cache,
+            seeded=training,
+        )
 
     def synthetic_dataset(
         self,
@@ -208,36 +204,6 @@ class ClassificationInput(DataFolder):
         )
         images = tf.cast(images, self.dtype)
         return tf.data.Dataset.from_tensors((images, labels)).repeat()
-
-    def _records(
-        self,
-        files: list[str],
-        training: bool,
-        input_context: tf.distribute.InputContext | None,
-        seed: int | None,
-    ) -> tf.data.Dataset:
-        """Serialized records of this pipeline's shard, cached when the recipe says so."""
-        dataset = sharded_records(files, training, input_context, seed, self.cycle_length)
-        return dataset.cache() if self.cache else dataset
-
-    def _train_examples(self, records: tf.data.Dataset, seed: int | None) -> tf.data.Dataset:
-        """Endless shuffled, augmented examples; each carries its own stateless random seed."""
-        records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
-        seeds = tf.data.Dataset.random(seed=seed).batch(2)
-        # Plain TensorFlow ops: AutoGraph would only re-convert them (and Model Garden's
-        # augmentations) in every process that builds a pipeline.
-        train_example = tf.autograph.experimental.do_not_convert(self._train_example)
-        return tf.data.Dataset.zip((records, seeds)).map(
-            train_example, num_parallel_calls=_AUTOTUNE
-        )
-
-    def _eval_examples(self, records: tf.data.Dataset) -> tf.data.Dataset:
-        """Every example once, then endless zero images labelled -1 (static-shape eval)."""
-        eval_example = tf.autograph.experimental.do_not_convert(self._eval_example)
-        examples = records.map(eval_example, num_parallel_calls=_AUTOTUNE)
-        size = self.image_size
-        padding = (tf.zeros([size, size, 3], self.dtype), tf.constant(PAD_LABEL, tf.int32))
-        return examples.concatenate(tf.data.Dataset.from_tensors(padding).repeat())
 
     # ------------------------------------------------------------ per-example work
 

@@ -15,23 +15,16 @@ import tensorflow as tf
 from official.vision.dataloaders import maskrcnn_input, retinanet_input, tf_example_decoder
 from official.vision.ops import anchor, preprocess_ops
 
-from models.core.anchors import ANCHOR_LAYOUTS, RpnAnchors, SsdAnchors
 from models.core.errors import UsageError
 from models.core.precision import DTYPES
+from models.data.anchors import ANCHOR_LAYOUTS, RpnAnchors, SsdAnchors
+from models.data.folder import ShardedFolder
 from models.data.imagenet_schema import INFO_FILE, SPLITS
-from models.data.records import (
-    ShardedFolder,
-    check_images,
-    check_split,
-    per_replica_batch,
-    read_info,
-    shard_heads,
-    sharded_records,
-)
+from models.data.reader import InputReader, blank_like
+from models.data.records import check_images, check_split, read_info, shard_heads
 
 PAD_SOURCE_ID = -1  # evaluation padding: aggregate_logs drops these rows
 _SAMPLE_RECORDS = 2  # images decoded per shard before a run
-_AUTOTUNE = tf.data.AUTOTUNE
 
 
 @dataclass(frozen=True)
@@ -51,7 +44,7 @@ class DetectionInput(ShardedFolder):
 
     `num_classes` counts the background (class 0), as Model Garden does (COCO: 91); by default
     it is the data's largest category id + 1, from dataset_info.json. Anchors are the
-    layout named by `anchors` (models.core.anchors.ANCHOR_LAYOUTS): by default the multiscale
+    layout named by `anchors` (models.data.anchors.ANCHOR_LAYOUTS): by default the multiscale
     `anchors` grid, or a two-stage model's `rpn_anchors`; `rcnn` switches the labels from
     RetinaNet's to Faster/Mask R-CNN's (both set by the task for its model, not by gin).
     """
@@ -126,29 +119,16 @@ class DetectionInput(ShardedFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched (images, labels): Model Garden's RetinaNet parser outputs. Evaluation reads
-        every image once, then blank images whose source_id is PAD_SOURCE_ID."""
-        batch_size = per_replica_batch(global_batch_size, input_context)
+    def reader(self, split: str) -> InputReader:
+        """(images, labels): Model Garden's RetinaNet or Mask R-CNN parser outputs. Evaluation
+        reads every image once, then blank images whose source_id is PAD_SOURCE_ID."""
         training = split == "train"
-        records = sharded_records(
-            self.files(split), training, input_context, seed, self.cycle_length
+        return InputReader(
+            parse=self._parse_fn(training),
+            padding=blank_like(_blank),
+            shuffle_buffer=self.shuffle_buffer,
+            cycle_length=self.cycle_length,
         )
-        if training:
-            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
-        examples = records.map(self._parse_fn(training), num_parallel_calls=_AUTOTUNE)
-        if not training:
-            examples = examples.concatenate(examples.take(1).map(_blank).repeat())
-        dataset = examples.batch(batch_size, drop_remainder=True).prefetch(_AUTOTUNE)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return dataset.with_options(options)
 
     def _parse_fn(self, training: bool):
         """serialized record -> (image, labels), through Model Garden's decoder and parser;
@@ -157,11 +137,7 @@ class DetectionInput(ShardedFolder):
         decoder = tf_example_decoder.TfExampleDecoder(include_mask=masks)
         parser = self.parser() if self.rcnn is None else self.rcnn_parser(masks)
         parse = parser.parse_fn(training)
-        # Plain TensorFlow ops: AutoGraph's conversion of Model Garden's parser took 10-20 s a
-        # process (2026-12-03), each time a pipeline was built.
-        return tf.autograph.experimental.do_not_convert(
-            lambda record: parse(decoder.decode(record))
-        )
+        return lambda record: parse(decoder.decode(record))
 
     def parser(self) -> retinanet_input.Parser:
         """Model Garden's RetinaNet parser with this input's augmentation and anchors."""

@@ -15,22 +15,14 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError
+from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
-from models.data.records import (
-    DataFolder,
-    check_split,
-    count_records,
-    find_files,
-    per_replica_batch,
-    read_info,
-    shard_heads,
-    sharded_records,
-)
+from models.data.reader import InputReader, constant_padding
+from models.data.records import check_parses, check_split, count_records, find_files, read_info
 from models.data.text import CLS, MASK, PAD, SEP, VOCAB_FILE, read_vocab
 
 PAD_LABEL = -1
 _AUTOTUNE = tf.data.AUTOTUNE
-_SAMPLE_RECORDS = 2  # Records parsed per shard before training.
 _RENAMED = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 
 
@@ -111,32 +103,23 @@ class PretrainingInput(DataFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched pairs of this input pipeline: training endless and shuffled, validation
-        every pair once and then padding pairs (no masked token, next_sentence_labels -1)."""
-        files = self.files(split)
-        batch_size = per_replica_batch(global_batch_size, input_context)
+    def reader(self, split: str) -> InputReader:
+        """Pairs: training endless and shuffled (masked anew in each batch with
+        dynamic_masking), validation every pair once and then padding pairs (no masked token,
+        next_sentence_labels -1)."""
         training = split == "train"
-        records = sharded_records(files, training, input_context, seed, self.cycle_length)
-        if training:
-            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
-        parse = tf.autograph.experimental.do_not_convert(self._parse)
-        examples = records.map(parse, num_parallel_calls=_AUTOTUNE)
-        if not training:
-            examples = examples.concatenate(tf.data.Dataset.from_tensors(self._padding()).repeat())
-        batches = examples.batch(batch_size, drop_remainder=True)
-        if self.dynamic_masking and training:
-            remask = tf.autograph.experimental.do_not_convert(self._dynamic_masker())
-            batches = batches.map(remask, num_parallel_calls=_AUTOTUNE)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return batches.prefetch(_AUTOTUNE).with_options(options)
+        return InputReader(
+            parse=self._parse,
+            padding=constant_padding(self._padding()),
+            batch=self._remasked_batches if training and self.dynamic_masking else None,
+            shuffle_buffer=self.shuffle_buffer,
+            cycle_length=self.cycle_length,
+        )
+
+    def _remasked_batches(self, pairs: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+        remask = tf.autograph.experimental.do_not_convert(self._dynamic_masker())
+        batches = pairs.batch(batch_size, drop_remainder=True)
+        return batches.map(remask, num_parallel_calls=_AUTOTUNE)
 
     def _parse(self, record: tf.Tensor) -> dict[str, tf.Tensor]:
         """One pair as int32 features under Model Garden's names."""
@@ -214,11 +197,12 @@ class PretrainingInput(DataFolder):
                     f"set --gin_param='pretraining_input.{gin_name} = {info[key]}'"
                 )
         schema = _schema(self.seq_length, self.max_predictions)
+        what = (
+            f"BERT pretraining pairs of sequence length {self.seq_length} and "
+            f"{self.max_predictions} predictions (create_pretraining_data.py's schema)"
+        )
         for split in splits:
-            files = self.files(split)
-            for file, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
-                for record in records:
-                    _check_record(file, record, schema)
+            check_parses(self.files(split), schema, what)
 
 
 def _unmasked(batch: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -232,16 +216,3 @@ def _unmasked(batch: dict[str, tf.Tensor]) -> tf.Tensor:
         axis=1,
     )
     return tf.tensor_scatter_nd_update(ids, where, tf.boolean_mask(batch["masked_lm_ids"], weights))
-
-
-def _check_record(path: str, record: bytes, schema: dict) -> None:
-    """UsageError when a record is not a pretraining pair of the recipe's shapes."""
-    try:
-        tf.io.parse_single_example(record, schema)
-    except tf.errors.InvalidArgumentError as error:
-        message = error.message.split("\n")[0]
-        raise UsageError(
-            f"{path} does not hold BERT pretraining pairs of sequence length "
-            f"{schema['input_ids'].shape[0]} and {schema['masked_lm_ids'].shape[0]} "
-            f"predictions (create_pretraining_data.py's schema): {message}"
-        ) from None

@@ -18,16 +18,10 @@ import tensorflow as tf
 
 from models.core.errors import UsageError
 from models.data.convert.squad import EVAL_JSON, WINDOW_FLAGS, Windows, features, read_squad
+from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
-from models.data.records import (
-    DataFolder,
-    check_split,
-    find_files,
-    per_replica_batch,
-    read_info,
-    shard_heads,
-    sharded_records,
-)
+from models.data.reader import InputReader, constant_padding
+from models.data.records import check_parses, check_split, find_files, read_info
 from models.data.text import VOCAB_FILE, read_vocab
 
 PAD_ID = -1
@@ -36,7 +30,6 @@ INPUTS = {
     "input_mask": "input_mask",
     "segment_ids": "input_type_ids",
 }
-_AUTOTUNE = tf.data.AUTOTUNE
 
 
 def _schema(seq_length: int, training: bool) -> dict[str, tf.io.FixedLenFeature]:
@@ -114,21 +107,10 @@ class QuestionAnsweringInput(DataFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched windows of this input pipeline: training endless and shuffled, validation
-        every window once and then padding windows."""
-        files = self.files(split)
-        batch_size = per_replica_batch(global_batch_size, input_context)
+    def reader(self, split: str) -> InputReader:
+        """Windows: training endless and shuffled, (features, start and end positions);
+        validation every window once, features with unique_ids, then padding windows."""
         training = split == "train"
-        records = sharded_records(files, training, input_context, seed)
-        if training:
-            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
         schema = _schema(self.seq_length, training)
 
         def parse(record: tf.Tensor):
@@ -138,15 +120,11 @@ class QuestionAnsweringInput(DataFolder):
                 return {**window, "unique_ids": parsed["unique_ids"]}
             return window, {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 
-        examples = records.map(
-            tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=_AUTOTUNE
+        return InputReader(
+            parse=parse,
+            padding=constant_padding(self._padding()),
+            shuffle_buffer=self.shuffle_buffer,
         )
-        if not training:
-            examples = examples.concatenate(tf.data.Dataset.from_tensors(self._padding()).repeat())
-        batches = examples.batch(batch_size, drop_remainder=True)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return batches.prefetch(_AUTOTUNE).with_options(options)
 
     def _padding(self) -> dict[str, tf.Tensor]:
         zeros = tf.zeros([self.seq_length], tf.int32)
@@ -167,17 +145,11 @@ class QuestionAnsweringInput(DataFolder):
             )
         for split in splits:
             schema = _schema(self.seq_length, split == "train")
-            files = self.files(split)
-            for file, records in zip(files, shard_heads(files, 2), strict=True):
-                for record in records:
-                    try:
-                        tf.io.parse_single_example(record, schema)
-                    except tf.errors.InvalidArgumentError as error:
-                        raise UsageError(
-                            f"{file} does not hold SQuAD {split} windows of {self.seq_length} "
-                            f"tokens (models.data.convert.squad's schema): "
-                            f"{error.message.splitlines()[0]}"
-                        ) from None
+            what = (
+                f"SQuAD {split} windows of {self.seq_length} tokens "
+                "(models.data.convert.squad's schema)"
+            )
+            check_parses(self.files(split), schema, what)
             if split == "validation" and not tf.io.gfile.exists(
                 os.path.join(self.data_dir, EVAL_JSON)
             ):

@@ -1,6 +1,6 @@
-"""TFRecord shards as every input pipeline reads them: the data directory (or a built-in
-dataset), per-pipeline sharding, counts, dataset_info.json, and the cheap pre-flight checks
-(empty or corrupt shards, undecodable JPEGs) that fail in one line before a run writes."""
+"""TFRecord shards as every input pipeline finds and checks them: files by split, counts,
+dataset_info.json, and the cheap pre-flight checks (empty, truncated or corrupt shards,
+undecodable JPEGs) that fail in one line before a run writes."""
 
 from __future__ import annotations
 
@@ -15,51 +15,12 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from models.core.errors import UsageError, first_line, nearest
-from models.data import builtin as builtin_datasets
 from models.data.imagenet_schema import ENCODED, JPEG_START, SPLITS
 
 IMAGE_ERROR = "cannot decode image/encoded as a JPEG"  # Matched ("decode") by core.errors.
 NOT_JPEG = f"{IMAGE_ERROR}: it does not start with the JPEG marker ff d8"
-READ_BUFFER = 8 * 2**20
 READ_THREADS = 16  # Shards opened at once by the checks (remote files cost a round trip each).
 _AUTOTUNE = tf.data.AUTOTUNE
-
-
-def resolve_data_dir(data_dir: str | None, builtin: str) -> str:
-    """--data_dir when it is a directory, else the built-in dataset (written on first use)."""
-    if data_dir is None:
-        return builtin_datasets.prepare(builtin)
-    if not tf.io.gfile.isdir(data_dir):
-        what = "is not a directory" if tf.io.gfile.exists(data_dir) else "does not exist"
-        raise UsageError(f"--data_dir {data_dir} {what}")
-    return data_dir
-
-
-class DataFolder:
-    """The folder an input pipeline reads: --data_dir, else the built-in dataset `builtin`
-    (written on first use), resolved once."""
-
-    def __init__(self, data_dir: str | None, builtin: str):
-        self._data_dir = data_dir
-        self.builtin = builtin
-        self._resolved_dir: str | None = None
-
-    @property
-    def data_dir(self) -> str:
-        """The directory read: --data_dir, or the built-in dataset's."""
-        if self._resolved_dir is None:
-            self._resolved_dir = resolve_data_dir(self._data_dir, self.builtin)
-        return self._resolved_dir
-
-    def damaged_shard(self) -> str | None:
-        """'<shard>: record N at byte B is cut short' for the first TFRecord shard of the
-        folder whose records do not end where the file does, else None (a record's bytes
-        damaged inside the file are not found: its length headers still add up)."""
-        for path in sorted(tf.io.gfile.glob(f"{self.data_dir.rstrip('/')}/*-of-*")):
-            where = truncated_record(path)
-            if where is not None:
-                return f"{path}: {where}"
-        return None
 
 
 def truncated_record(path: str) -> str | None:
@@ -79,26 +40,6 @@ def truncated_record(path: str) -> str | None:
     return None
 
 
-class ShardedFolder(DataFolder):
-    """A DataFolder of `<split>-*` shards beside a dataset_info.json: subclasses set `patterns`
-    (split -> glob) and define `dataset_info()`."""
-
-    patterns: dict[str, str]
-
-    def dataset_info(self) -> dict:
-        raise NotImplementedError
-
-    def files(self, split: str) -> list[str]:
-        """Sorted shards of split; UsageError when there are none."""
-        return find_files(self.data_dir, self.patterns[check_split(split)], split)
-
-    def num_examples(self, split: str) -> int:
-        """Images in split: dataset_info.json's count, else the records counted."""
-        key = f"num_{check_split(split)}_examples"
-        count = self.dataset_info().get(key)
-        return int(count) if count is not None else count_records(self.files(split))
-
-
 def check_split(split: str) -> str:
     """split itself, or UsageError when it is not one of the pipelines' splits."""
     if split not in SPLITS:
@@ -114,48 +55,6 @@ def find_files(data_dir: str, pattern: str, split: str) -> list[str]:
     if not files:
         raise UsageError(f"--data_dir {data_dir} has no {split} files matching '{pattern}'")
     return files
-
-
-def sharded_records(
-    files: list[str],
-    training: bool,
-    input_context: tf.distribute.InputContext | None,
-    seed: int | None,
-    cycle_length: int = 16,
-) -> tf.data.Dataset:
-    """Serialized records of this pipeline's shard (by file, or by record if files are few)."""
-    pipelines = input_context.num_input_pipelines if input_context else 1
-    pipeline = input_context.input_pipeline_id if input_context else 0
-    by_record = pipelines > 1 and len(files) < pipelines
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if pipelines > 1 and not by_record:
-        dataset = dataset.shard(pipelines, pipeline)
-    if training and not by_record:  # Record sharding needs the same order in every pipeline.
-        dataset = dataset.shuffle(len(files), seed=seed)
-    dataset = dataset.interleave(
-        lambda path: tf.data.TFRecordDataset(path, buffer_size=READ_BUFFER),
-        cycle_length=cycle_length,
-        num_parallel_calls=_AUTOTUNE,
-        deterministic=by_record or not training or seed is not None,
-    )
-    return dataset.shard(pipelines, pipeline) if by_record else dataset
-
-
-def per_replica_batch(
-    global_batch_size: int, input_context: tf.distribute.InputContext | None
-) -> int:
-    """The batch size each replica sees; UsageError when it does not divide evenly."""
-    if global_batch_size < 1:
-        raise UsageError(f"global batch size must be positive, got {global_batch_size}")
-    if input_context is None:
-        return global_batch_size
-    try:
-        return input_context.get_per_replica_batch_size(global_batch_size)
-    except ValueError:
-        raise UsageError(
-            f"global batch size {global_batch_size} is not divisible by "
-            f"{input_context.num_replicas_in_sync} replicas"
-        ) from None
 
 
 def count_records(files: Sequence[str]) -> int:
@@ -252,3 +151,15 @@ def check_images(path: str, records: Sequence[bytes]) -> None:
         problem = image_problem(record)
         if problem is not None:
             raise UsageError(f"{path} record {index}: {problem}")
+
+
+def check_parses(files: Sequence[str], schema: dict, what: str, count: int = 2) -> None:
+    """UsageError `<shard> does not hold <what>: <TensorFlow's reason>` for the first of the
+    first `count` records of each shard that does not parse as `schema`."""
+    for path, records in zip(files, shard_heads(files, count), strict=True):
+        for record in records:
+            try:
+                tf.io.parse_single_example(record, schema)
+            except tf.errors.InvalidArgumentError as error:
+                reason = error.message.splitlines()[0]
+                raise UsageError(f"{path} does not hold {what}: {reason}") from None

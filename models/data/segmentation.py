@@ -21,19 +21,12 @@ from PIL import Image
 from models.core.errors import UsageError
 from models.core.precision import DTYPES
 from models.data.convert.voc import MASK_ENCODED
+from models.data.folder import ShardedFolder
 from models.data.imagenet_schema import INFO_FILE, SPLITS
-from models.data.records import (
-    ShardedFolder,
-    check_images,
-    check_split,
-    per_replica_batch,
-    read_info,
-    shard_heads,
-    sharded_records,
-)
+from models.data.reader import InputReader, blank_like
+from models.data.records import check_images, read_info, shard_heads
 
 _SAMPLE_RECORDS = 2  # records decoded per shard before a run
-_AUTOTUNE = tf.data.AUTOTUNE
 
 
 @gin.configurable("segmentation_input")
@@ -126,31 +119,17 @@ class SegmentationInput(ShardedFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched (images, labels) of Model Garden's parser. Training repeats and shuffles;
-        evaluation reads every image once, then padding examples whose masks are all
-        ignore_label (valid_masks all False), so that they count in no metric."""
-        batch_size = per_replica_batch(global_batch_size, input_context)
-        training = check_split(split) == "train"
-        records = sharded_records(
-            self.files(split), training, input_context, seed, self.cycle_length
+    def reader(self, split: str) -> InputReader:
+        """(images, labels) of Model Garden's parser. Evaluation reads every image once, then
+        padding examples whose masks are all ignore_label (valid_masks all False), so that
+        they count in no metric."""
+        training = split == "train"
+        return InputReader(
+            parse=self._parse_fn(training),
+            padding=blank_like(self._blank),
+            shuffle_buffer=self.shuffle_buffer,
+            cycle_length=self.cycle_length,
         )
-        if training:
-            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
-        examples = records.map(self._parse_fn(training), num_parallel_calls=_AUTOTUNE)
-        if not training:
-            padding = examples.take(1).map(self._blank)
-            examples = examples.concatenate(padding.repeat())
-        dataset = examples.batch(batch_size, drop_remainder=True).prefetch(_AUTOTUNE)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return dataset.with_options(options)
 
     def parser(self) -> segmentation_input.Parser:
         """Model Garden's segmentation parser with this input's size, augmentation and ignore
@@ -179,9 +158,7 @@ class SegmentationInput(ShardedFolder):
             labels["valid_masks"] = tf.ensure_shape(labels["valid_masks"], [*size, 1])
             return tf.ensure_shape(image, [*size, 3]), labels
 
-        # Plain TensorFlow ops: AutoGraph's conversion of Model Garden's parsers took 10-20 s a
-        # process (2026-12-03), each time a pipeline was built.
-        return tf.autograph.experimental.do_not_convert(parse_record)
+        return parse_record
 
     def _blank(self, image: tf.Tensor, labels: dict) -> tuple[tf.Tensor, dict]:
         """A padding example: a zero image whose every pixel is ignore_label (image_info kept:

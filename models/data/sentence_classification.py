@@ -16,13 +16,15 @@ import tensorflow as tf
 
 from models.core.errors import UsageError, nearest
 from models.data import builtin as builtin_datasets
+from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
-from models.data.records import DataFolder, per_replica_batch, read_info
+from models.data.reader import InputReader, constant_padding
+from models.data.records import read_info
 from models.data.text import CLS, SEP, VOCAB_FILE, bert_tokenizer, read_vocab
 
 SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # GLUE's names
 PAD_LABEL = -1
-_AUTOTUNE = tf.data.AUTOTUNE
+FEATURIZE_BATCH = 256  # rows tokenised together
 
 
 @gin.configurable("sentence_input")
@@ -100,23 +102,13 @@ class SentenceClassificationInput(DataFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched (features, label) of this input pipeline."""
-        batch_size = per_replica_batch(global_batch_size, input_context)
-        training = split == "train"
+    def files(self, split: str) -> list[str]:
+        return [self.path(split)]
+
+    def reader(self, split: str) -> InputReader:
+        """(features, label) of the split's rows, tokenised a batch of rows at a time;
+        validation ends with padding examples labelled -1."""
         columns = self.columns(split)
-        lines = tf.data.TextLineDataset(self.path(split)).skip(1)
-        lines = lines.filter(lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
-        if input_context and input_context.num_input_pipelines > 1:
-            lines = lines.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        if training:
-            lines = lines.repeat().shuffle(self.shuffle_buffer, seed=seed)
         texts = [columns.index(name) for name in self.text_columns]
         label_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -124,11 +116,10 @@ class SentenceClassificationInput(DataFolder):
             ),
             default_value=PAD_LABEL,
         )
-
         featurize = self.featurizer()
 
-        def examples(batch: tf.Tensor):
-            fields = tf.strings.split(batch, "\t").to_tensor(default_value="")
+        def examples(rows: tf.Tensor):
+            fields = tf.strings.split(rows, "\t").to_tensor(default_value="")
             labels = label_table.lookup(fields[:, columns.index(self.label_column)])
             checked = tf.debugging.assert_non_negative(
                 labels, message=f"a label of {self.path(split)} is not one of the task's labels"
@@ -136,16 +127,13 @@ class SentenceClassificationInput(DataFolder):
             with tf.control_dependencies([checked]):
                 return featurize([fields[:, index] for index in texts]), tf.identity(labels)
 
-        batches = lines.batch(batch_size, drop_remainder=training)
-        batches = batches.map(
-            tf.autograph.experimental.do_not_convert(examples), num_parallel_calls=_AUTOTUNE
+        return InputReader(
+            parse=examples,
+            parse_batch=FEATURIZE_BATCH,
+            padding=constant_padding(self._padding()),
+            shuffle_buffer=self.shuffle_buffer,
+            read_file=_rows,
         )
-        if not training:
-            batches = batches.unbatch().concatenate(self._padding().repeat())
-            batches = batches.batch(batch_size, drop_remainder=True)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return batches.prefetch(_AUTOTUNE).with_options(options)
 
     def vocab(self) -> list[str]:
         """The pretrained model's WordPiece vocabulary: `vocab`, a vocab.txt file, the folder
@@ -185,10 +173,16 @@ class SentenceClassificationInput(DataFolder):
 
         return featurize
 
-    def _padding(self) -> tf.data.Dataset:
+    def _padding(self) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
         zeros = tf.zeros([self.seq_length], tf.int32)
         features = {"input_word_ids": zeros, "input_mask": zeros, "input_type_ids": zeros}
-        return tf.data.Dataset.from_tensors((features, tf.constant(PAD_LABEL, tf.int32)))
+        return features, tf.constant(PAD_LABEL, tf.int32)
+
+
+def _rows(path: tf.Tensor) -> tf.data.Dataset:
+    """A TSV file's rows: its lines after the header, blank ones left out."""
+    lines = tf.data.TextLineDataset(path).skip(1)
+    return lines.filter(lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
 
 
 def _trim(segments: list[tf.RaggedTensor], budget: int) -> list[tf.RaggedTensor]:

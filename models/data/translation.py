@@ -38,22 +38,17 @@ from models.data.convert.parallel_text import (
     UNIQUE_ID,
     check_sentencepiece,
     read_sentencepiece,
+    read_split,
     sentencepiece_tokenizer,
 )
+from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
-from models.data.records import (
-    DataFolder,
-    find_files,
-    per_replica_batch,
-    read_info,
-    shard_heads,
-    sharded_records,
-)
+from models.data.reader import InputReader, constant_padding
+from models.data.records import check_parses, find_files, read_info
 
 PAD_ID = -1  # unique_id of evaluation's padding pairs
 SMALLEST_BUCKET = 16  # default buckets: 16, 32, 64, ... up to max_length
 TOKENIZE_BATCH = 256  # records tokenised at once
-_SAMPLE_RECORDS = 2  # records parsed per shard before training
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
@@ -220,38 +215,24 @@ class TranslationInput(DataFolder):
 
     # ------------------------------------------------------------ datasets
 
-    def dataset(
-        self,
-        split: str,
-        global_batch_size: int,
-        input_context: tf.distribute.InputContext | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """Batched pairs of this input pipeline: training endless, shuffled and bucketed by
-        length (a batch of B: B x max_length tokens), evaluation every pair once and then
-        padding pairs (B pairs)."""
-        files = self.files(split)
-        per_replica = per_replica_batch(global_batch_size, input_context)
+    def reader(self, split: str) -> InputReader:
+        """Pairs tokenised a batch of records at a time: training endless, shuffled and
+        bucketed by length (a batch of B: B x max_length tokens), evaluation every pair once
+        and then padding pairs (B pairs); each batch with its padding masks."""
         training = split == "train"
-        records = sharded_records(files, training, input_context, seed)
-        if training:
-            records = records.repeat().shuffle(self.shuffle_buffer, seed=seed)
-        tokenize = self._tokenize_records(training)
-        pairs = records.batch(TOKENIZE_BATCH).map(
-            tf.autograph.experimental.do_not_convert(tokenize), num_parallel_calls=_AUTOTUNE
+        padding = _int32({"inputs": [], "targets": [], UNIQUE_ID: PAD_ID})
+        return InputReader(
+            parse=self._tokenize_records(training),
+            parse_batch=TOKENIZE_BATCH,
+            padding=constant_padding(padding),
+            batch=self._token_batches if training else self._evaluation_batches,
+            shuffle_buffer=self.shuffle_buffer,
         )
-        pairs = pairs.unbatch().map(_dense, num_parallel_calls=_AUTOTUNE)
-        if training:
-            batches = self._token_batches(pairs, per_replica * self.max_length)
-        else:
-            padding = {"inputs": [], "targets": [], UNIQUE_ID: PAD_ID}
-            pairs = pairs.concatenate(tf.data.Dataset.from_tensors(_int32(padding)).repeat())
-            shapes = {"inputs": [self.max_length], "targets": [self.max_length], UNIQUE_ID: []}
-            batches = pairs.padded_batch(per_replica, shapes, drop_remainder=True)
-        batches = batches.map(_with_masks, num_parallel_calls=_AUTOTUNE)
-        options = tf.data.Options()
-        options.deterministic = not training or seed is not None
-        return batches.prefetch(_AUTOTUNE).with_options(options)
+
+    def _evaluation_batches(self, pairs: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+        shapes = {"inputs": [self.max_length], "targets": [self.max_length], UNIQUE_ID: []}
+        batches = pairs.padded_batch(batch_size, shapes, drop_remainder=True)
+        return batches.map(_with_masks, num_parallel_calls=_AUTOTUNE)
 
     def _tokenize_records(self, training: bool):
         """A batch of serialised records -> {"inputs", "targets": int32 ragged [pairs,
@@ -279,10 +260,15 @@ class TranslationInput(DataFolder):
 
         return tokenize
 
-    def _token_batches(self, pairs: tf.data.Dataset, tokens: int) -> tf.data.Dataset:
+    def _token_batches(self, pairs: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
         """Pairs within max_length (a longer one, only where max_length is below the data's,
-        is left out, as Model Garden does) in batches of up to `tokens` padded tokens a side,
-        by bucket."""
+        is left out, as Model Garden does) in batches of up to batch_size x max_length padded
+        tokens a side, by bucket, with their masks."""
+        return self._bucketed(pairs, batch_size * self.max_length).map(
+            _with_masks, num_parallel_calls=_AUTOTUNE
+        )
+
+    def _bucketed(self, pairs: tf.data.Dataset, tokens: int) -> tf.data.Dataset:
         lengths = self.bucket_lengths
         sizes = [tokens // length for length in lengths]
         max_length = self.max_length
@@ -327,48 +313,16 @@ class TranslationInput(DataFolder):
             )
         self.bucket_lengths  # noqa: B018 - checks translation_input.bucket_lengths
         schema = {language: tf.io.FixedLenFeature([], tf.string) for language in self.languages}
+        what = (
+            f"{'-'.join(self.languages)} sentence pairs "
+            "(models.data.convert.parallel_text's schema)"
+        )
         for split in splits:
-            files = self.files(split)
-            for file, records in zip(files, shard_heads(files, _SAMPLE_RECORDS), strict=True):
-                for record in records:
-                    try:
-                        tf.io.parse_single_example(record, schema)
-                    except tf.errors.InvalidArgumentError as error:
-                        raise UsageError(
-                            f"{file} does not hold {'-'.join(self.languages)} sentence pairs "
-                            "(models.data.convert.parallel_text's schema): "
-                            f"{error.message.splitlines()[0]}"
-                        ) from None
-
-
-def read_split(files: Sequence[str], languages: tuple[str, str]) -> tuple[list[str], list[str]]:
-    """(source sentences, target sentences) of a split's records, in unique_id order."""
-    schema = {
-        **{language: tf.io.FixedLenFeature([], tf.string) for language in languages},
-        UNIQUE_ID: tf.io.FixedLenFeature([], tf.int64),
-    }
-    records = (
-        tf.data.TFRecordDataset(list(files))
-        .batch(1024)
-        .map(lambda batch: tf.io.parse_example(batch, schema))
-    )
-    found: dict[int, tuple[str, str]] = {}
-    for batch in records.as_numpy_iterator():
-        for index, source, target in zip(
-            batch[UNIQUE_ID], batch[languages[0]], batch[languages[1]], strict=True
-        ):
-            found[int(index)] = (source.decode("utf-8"), target.decode("utf-8"))
-    ordered = [found[index] for index in sorted(found)]
-    return [pair[0] for pair in ordered], [pair[1] for pair in ordered]
+            check_parses(self.files(split), schema, what)
 
 
 def _int32(features: dict) -> dict[str, tf.Tensor]:
     return {name: tf.constant(value, tf.int32) for name, value in features.items()}
-
-
-def _dense(pair: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """One pair as tensors: unbatched rows of ragged ids are typed ragged but dense inside."""
-    return {name: tf.identity(value) for name, value in pair.items()}
 
 
 def _with_masks(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

@@ -12,9 +12,9 @@ import gin
 import tensorflow as tf
 import tf_keras
 
-from models.core.adversarial import AdversarialPair
 from models.core.errors import UsageError
-from models.registry import register_model
+from models.core.registry import register_model
+from models.tasks.adversarial import AdversarialPair
 
 SEED_SIZE = 4
 KERNEL = 5

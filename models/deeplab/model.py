@@ -16,7 +16,7 @@ from official.vision.configs import semantic_segmentation as segmentation_config
 from official.vision.modeling import factory
 
 from models.core.errors import UsageError, check_choice
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
 
 BACKBONES = ("dilated_resnet", "mobilenet_v2", "resnet")
 DEPTHS = (50, 101, 152, 200)  # Model Garden's dilated ResNets (bottleneck blocks only)

@@ -6,9 +6,9 @@ import gin
 import tf_keras
 from official.vision.modeling.backbones import efficientnet as efficientnet_backbone
 
-from models.core.classifier import classifier
 from models.core.errors import UsageError
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.classifier import classifier
 
 # Native resolution and head dropout of each variant (Tan & Le 2019; tensorflow/tpu
 # efficientnet_builder.efficientnet_params). Width/depth scaling is Model Garden's SCALING_MAP.

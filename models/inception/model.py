@@ -13,9 +13,9 @@ from __future__ import annotations
 import gin
 import tf_keras
 
-from models.core.auxiliary import AuxiliaryLogits
 from models.core.errors import UsageError
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.auxiliary import AuxiliaryLogits
 
 VERSIONS = ("v3", "v3_small", "v4")
 # InceptionV3 rejects inputs below 75x75; v4's valid-padding stem and reductions need 75 too.

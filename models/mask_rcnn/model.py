@@ -10,11 +10,11 @@ import tf_keras
 from official.vision.configs import backbones, common, decoders
 from official.vision.configs import maskrcnn as maskrcnn_config
 
-from models.core.anchors import RpnAnchors
 from models.core.errors import check_choice
-from models.core.nms import check_nms_version
-from models.core.two_stage import PROPOSAL_NMS, build_two_stage
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.data.anchors import RpnAnchors
+from models.tasks.nms import check_nms_version
+from models.tasks.two_stage import PROPOSAL_NMS, build_two_stage
 
 DEPTHS = (18, 50)
 COARSER_LEVELS = ("max_pool", "conv")
@@ -62,7 +62,7 @@ def mask_rcnn(
     the Cloud TPU Mask R-CNN reference and Detectron make P6) or "conv" (a stride-2 3x3
     convolution, as Model Garden's FPN does for RetinaNet and for its Mask R-CNN). Other
     defaults: Model Garden's maskrcnn_resnetfpn_coco (a 4-conv + 1-fc box head). `nms_version`
-    is the final detections' NMS (models.core.nms); `proposal_nms` the proposals', part of the
+    is the final detections' NMS (models.tasks.nms); `proposal_nms` the proposals', part of the
     train step: "padded" (Model Garden's, which XLA compiles) or "batched" (combined NMS, CPU
     and GPU)."""
     anchors = RpnAnchors()

@@ -19,9 +19,9 @@ import tensorflow as tf
 import tf_keras
 from official.vision.modeling.layers import nn_blocks, nn_layers
 
-from models.core.classifier import classifier
 from models.core.errors import UsageError, check_choice
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.classifier import classifier
 
 layers = tf_keras.layers
 

@@ -6,9 +6,9 @@ import gin
 import tf_keras
 from official.vision.modeling.backbones import mobilenet as mobilenet_backbone
 
-from models.core.classifier import classifier
 from models.core.errors import check_choice
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.classifier import classifier
 
 # version -> (Model Garden model_id, description). The v2/v3 specs end in the paper's
 # last 1x1 conv (v2: 1280 + BN; v3: pool, then 1280/1024 with bias, no BN), so the head

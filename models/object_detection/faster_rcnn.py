@@ -15,11 +15,11 @@ from official.vision.configs import maskrcnn as maskrcnn_config
 from official.vision.modeling.backbones import factory as backbone_factory
 from official.vision.modeling.layers import nn_blocks
 
-from models.core.anchors import GridAnchors
 from models.core.errors import UsageError, check_choice
-from models.core.nms import check_nms_version
-from models.core.two_stage import PROPOSAL_NMS, build_two_stage
-from models.registry import register_model
+from models.core.registry import register_model
+from models.data.anchors import GridAnchors
+from models.tasks.nms import check_nms_version
+from models.tasks.two_stage import PROPOSAL_NMS, build_two_stage
 
 C4 = 4  # the RPN's and the ROI crops' level: the ResNet's fourth stage, stride 16
 # Feature extractors by the API's names: Model Garden's ResNet v1.5 (same parameters as v1).

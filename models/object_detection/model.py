@@ -12,12 +12,12 @@ from official.vision.configs import backbones, common, decoders
 from official.vision.configs import retinanet as retinanet_config
 
 from models.core.errors import check_choice
-from models.core.single_stage import build_single_stage, detection_settings
+from models.core.registry import PublishedCount, register_model
 from models.object_detection import (  # noqa: F401  (register their variants)
     faster_rcnn,
     ssd_resnet34,
 )
-from models.registry import PublishedCount, register_model
+from models.tasks.single_stage import build_single_stage, detection_settings
 
 
 def _mobilenet_v2(width: float) -> backbones.Backbone:

@@ -14,10 +14,10 @@ from official.vision.modeling import retinanet_model
 from official.vision.modeling.heads import dense_prediction_heads
 from official.vision.modeling.layers import nn_blocks
 
-from models.core.anchors import SsdAnchors
 from models.core.errors import check_choice
-from models.core.single_stage import CLASS_ACTIVATIONS, detection_generator
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.data.anchors import SsdAnchors
+from models.tasks.single_stage import CLASS_ACTIVATIONS, detection_generator
 
 # (filters, blocks, stride) of conv2_x, conv3_x and conv4_x (conv4_1's stride 2 made 1).
 RESNET34_GROUPS = ((64, 3, 1), (128, 4, 2), (256, 6, 1))

@@ -6,8 +6,8 @@ import gin
 import tf_keras
 from official.vision.modeling.backbones import resnet as resnet_backbone
 
-from models.core.classifier import classifier
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.classifier import classifier
 
 DEPTHS = (10, 18, 34, 50, 101, 152, 200)
 

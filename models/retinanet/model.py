@@ -8,8 +8,8 @@ import tf_keras
 from official.vision.configs import backbones, common, decoders
 from official.vision.configs import retinanet as retinanet_config
 
-from models.core.single_stage import build_single_stage, detection_settings
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
+from models.tasks.single_stage import build_single_stage, detection_settings
 
 DEPTHS = (18, 34, 50, 101)
 
@@ -29,7 +29,7 @@ def retinanet(
 ) -> tf_keras.Model:
     """RetinaNet on a ResNet-`depth` v1.5 backbone with FPN over the `anchors` levels;
     `num_classes` counts the background (COCO: 91). Defaults: Model Garden's
-    retinanet_resnetfpn_coco; the NMS is gin's `detections` (models.core.single_stage)."""
+    retinanet_resnetfpn_coco; the NMS is gin's `detections` (models.tasks.single_stage)."""
     return build_single_stage(
         num_classes,
         image_size,

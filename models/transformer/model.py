@@ -17,7 +17,7 @@ import gin
 import tensorflow as tf
 from official.nlp.modeling import models
 
-from models.registry import PublishedCount, register_model
+from models.core.registry import PublishedCount, register_model
 
 EOS_ID = 1  # the converter's SentencePiece models: pad 0, end of sequence 1
 PAPER_VOCAB = 37000  # the paper's shared byte-pair vocabulary, WMT 2014 English-German

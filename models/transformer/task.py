@@ -6,14 +6,13 @@ references, out of the graph, the translations written beside the run for people
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
 import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models import registry
+from models.core import registry
 from models.core.errors import UsageError
 from models.core.files import write_atomically
 from models.core.task import Models, Task
@@ -81,9 +80,6 @@ class TranslationTask(Task):
     def build_models(self) -> Models:
         return {"model": registry.create_model(self.model, vocab_size=self.vocab_size)}
 
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
     def synthetic_inputs(self, global_batch_size, input_context):
         """One batch of random pairs of max_length tokens, repeated (no data read)."""
         rows = input_context.get_per_replica_batch_size(global_batch_size)
@@ -100,9 +96,6 @@ class TranslationTask(Task):
         if split == "train":
             return -(-self.input.num_tokens(split) // self.input.max_length)
         return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
         accuracy = tf_keras.metrics.SparseCategoricalAccuracy("token_accuracy")

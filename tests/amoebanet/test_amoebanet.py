@@ -10,10 +10,9 @@ import pytest
 import tensorflow as tf
 from zoo_testing import plan
 
-from models import registry
 from models.amoebanet.model import AmoebaNet, ScheduledDropPath
 from models.amoebanet.task import AmoebaNetTask
-from models.core import gin_config, optimization
+from models.core import gin_config, optimization, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
 from models.core.strategy import build_strategy

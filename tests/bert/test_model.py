@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from models.bert.model import INPUTS, SIZES, bert_encoder
-from models.registry import count_parameters
+from models.core.registry import count_parameters
 
 GOOGLE_RELEASE = {
     "tiny": 4_385_920,

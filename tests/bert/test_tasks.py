@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models import registry
 from models.bert.model import BertClassifier
 from models.bert.task import MaskedLMTask
+from models.core import registry
 from models.core.errors import UsageError
 from models.core.init_checkpoint import restore_init_checkpoint
 

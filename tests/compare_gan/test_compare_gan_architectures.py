@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from models import registry
 from models.compare_gan import layers
 from models.compare_gan.model import compare_gan
+from models.core import registry
 from models.core.errors import UsageError
 from models.core.strategy import build_strategy
 

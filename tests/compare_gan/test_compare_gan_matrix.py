@@ -21,8 +21,8 @@ from zoo_testing import plan
 from models.compare_gan.layers import D_NORMALIZATIONS
 from models.compare_gan.model import ARCHITECTURES
 from models.core.strategy import build_strategy
-from models.core.tasks.image_generation import LOSSES, PENALTIES, ImageGenerationTask
 from models.core.trainer import Trainer, build_training_state
+from models.tasks.image_generation import LOSSES, PENALTIES, ImageGenerationTask
 
 VARIANTS = {"sndcgan": "sndcgan_32", "resnet": "sngan_resnet_32", "biggan": "biggan_32"}
 BATCH = 2

@@ -225,7 +225,7 @@ class BackboneTask(RegressionTask):
 def register_for_cli() -> None:
     """Registers the adversarial task's variant, for `python -m`-style runs in a subprocess
     (only there: the registry's test over every variant must not see test variants)."""
-    from models.registry import register_model
+    from models.core.registry import register_model
 
     gin.external_configurable(AdversarialTask)
     register_model("contract_gan", family="contract", description="test-only 1-D GAN")(

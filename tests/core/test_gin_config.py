@@ -5,8 +5,8 @@ import pytest
 
 from models.core import gin_config
 from models.core.errors import UsageError
+from models.core.paths import OFFICIAL_DIR
 from models.core.settings import TrainSettings
-from models.paths import OFFICIAL_DIR
 
 
 def test_bare_names_resolve_under_configs():

@@ -13,8 +13,7 @@ import tensorflow as tf
 from PIL import Image
 from zoo_testing import run_converter
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
 from models.data.convert import voc

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from models.data import builtin
-from models.data.builtin import digit_scenes
+from models.data.builtin import cache, digit_scenes
 
 TRAIN, VAL = 20, 10
 COUNTS = {"train": TRAIN, "val": VAL}
@@ -180,7 +180,7 @@ def test_prepare_is_cached_atomic_and_registered(tmp_path: Path, monkeypatch) ->
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     directory = builtin.prepare("digit_scenes")
     assert Path(directory) == tmp_path / digit_scenes.NAME
-    assert sorted(p.name for p in tmp_path.iterdir()) == [builtin.LOCKS, digit_scenes.NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache.LOCKS, digit_scenes.NAME]
     names = {p.name for p in Path(directory).iterdir()}
     assert {"images", "annotations", "dataset_info.json"} <= names
     assert any(n.startswith("train-") for n in names) and any(
@@ -190,9 +190,9 @@ def test_prepare_is_cached_atomic_and_registered(tmp_path: Path, monkeypatch) ->
     assert builtin.prepare("digit_scenes") == directory  # Second call reuses the files.
     staging = tmp_path / ".staging"
     staging.mkdir()
-    builtin._publish(staging, Path(directory))  # Losing a race to another writer is fine.
+    cache._publish(staging, Path(directory))  # Losing a race to another writer is fine.
     staging.rmdir()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [builtin.LOCKS, digit_scenes.NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache.LOCKS, digit_scenes.NAME]
     assert _files(Path(directory)) == before
 
 
@@ -204,7 +204,7 @@ def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(digit_scenes, "write", crash)
     with pytest.raises(KeyboardInterrupt):
         digit_scenes.prepare(tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == [builtin.LOCKS]  # no dataset, half or whole
+    assert [p.name for p in tmp_path.iterdir()] == [cache.LOCKS]  # no dataset, half or whole
 
 
 def test_annotations_are_plain_json(scenes: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from models.data import builtin
-from models.data.builtin import digit_scenes, digit_scenes_voc
+from models.data.builtin import cache, digit_scenes, digit_scenes_voc
 from models.data.convert import voc
 
 TRAIN, VAL = 30, 20
@@ -95,7 +95,7 @@ def test_prepare_is_cached_converted_and_registered(tmp_path: Path, monkeypatch)
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     directory = Path(builtin.prepare("digit_scenes_voc"))
     assert directory == tmp_path / digit_scenes_voc.NAME
-    assert sorted(p.name for p in tmp_path.iterdir()) == [builtin.LOCKS, digit_scenes_voc.NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache.LOCKS, digit_scenes_voc.NAME]
     assert sorted(p.name for p in directory.iterdir()) == [
         "ImageSets",
         "JPEGImages",

@@ -16,7 +16,7 @@ from PIL import Image
 
 from models.core.errors import UsageError
 from models.data import builtin
-from models.data.builtin import digits
+from models.data.builtin import cache, digits
 
 SCHEMA_KEYS = {
     "image/encoded",
@@ -33,13 +33,13 @@ SCHEMA_KEYS = {
 
 def test_written_under_zoo_cache_dir(digits_dir: str, zoo_cache: Path) -> None:
     assert Path(digits_dir) == zoo_cache / "digits-v1"
-    assert builtin.cache_dir() == zoo_cache
+    assert cache.cache_dir() == zoo_cache
 
 
 def test_default_cache_dir_is_under_home(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("ZOO_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert builtin.cache_dir() == tmp_path / ".cache" / "tpu-pod-zoo"
+    assert cache.cache_dir() == tmp_path / ".cache" / "tpu-pod-zoo"
 
 
 def test_shard_names_and_info(digits_dir: str) -> None:
@@ -85,7 +85,7 @@ def test_second_call_reuses_the_files(digits_dir: str) -> None:
 
 def test_losing_a_concurrent_race_is_fine(digits_dir: str) -> None:
     staging = Path(tempfile.mkdtemp(dir=Path(digits_dir).parent))
-    builtin._publish(staging, Path(digits_dir))  # Another writer already renamed in.
+    cache._publish(staging, Path(digits_dir))  # Another writer already renamed in.
     shutil.rmtree(staging)
     assert (Path(digits_dir) / "dataset_info.json").is_file()
 
@@ -98,9 +98,7 @@ def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(digits, "write", crash)
     with pytest.raises(KeyboardInterrupt):
         digits.prepare(tmp_path)
-    assert [path.name for path in tmp_path.iterdir()] == [
-        builtin.LOCKS
-    ]  # no dataset, half or whole
+    assert [path.name for path in tmp_path.iterdir()] == [cache.LOCKS]  # no dataset, half or whole
 
 
 def test_concurrent_builders_build_once(tmp_path: Path) -> None:
@@ -113,7 +111,7 @@ def test_concurrent_builders_build_once(tmp_path: Path) -> None:
         (directory / "dataset_info.json").write_text("{}")
 
     with ThreadPoolExecutor(4) as pool:
-        built = list(pool.map(lambda _: builtin.build_once("set", write, tmp_path), range(4)))
+        built = list(pool.map(lambda _: cache.build_once("set", write, tmp_path), range(4)))
     assert built == [str(tmp_path / "set")] * 4 and len(writes) == 1
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from models.data.records import DataFolder, truncated_record
+from models.data.folder import DataFolder
+from models.data.records import truncated_record
 
 
 def _write(path, records: list[bytes]) -> None:

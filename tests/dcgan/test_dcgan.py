@@ -21,7 +21,7 @@ from zoo_testing import (
     wait_for,
 )
 
-from models import registry
+from models.core import registry
 
 SMALL = ("--gin_param=dcgan.generator_width = 8", "--gin_param=dcgan.discriminator_width = 8")
 

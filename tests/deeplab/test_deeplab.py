@@ -11,14 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.predict import predict_image
 from models.core.recipe import RunSpec
 from models.core.settings import EvalPlan
-from models.core.tasks.semantic_segmentation import iou_metrics
 from models.deeplab.model import TORCHVISION_AUX_HEAD
+from models.tasks.semantic_segmentation import iou_metrics
 
 EVALUATION = EvalPlan("validation", "validation", "validation", 8, interval=1, steps=-1)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from models import registry
+from models.core import registry
 from models.efficientnet.model import VARIANTS
 
 

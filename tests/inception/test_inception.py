@@ -9,11 +9,10 @@ import pytest
 from zoo_testing import plan
 
 import models
-from models import registry
-from models.core import gin_config, optimization
+from models.core import gin_config, optimization, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
-from models.core.tasks.image_classification import ImageClassificationTask
+from models.tasks.image_classification import ImageClassificationTask
 
 
 @pytest.mark.slow

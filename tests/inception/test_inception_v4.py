@@ -18,7 +18,7 @@ import models
 from models.core import gin_config, optimization
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
-from models.core.tasks.image_classification import ImageClassificationTask
+from models.tasks.image_classification import ImageClassificationTask
 
 NUM_TRAIN = 1281167
 

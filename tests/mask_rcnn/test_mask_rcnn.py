@@ -12,15 +12,14 @@ import pytest
 import tensorflow as tf
 from zoo_testing import two_scene_jpegs
 
-from models import registry
-from models.core import gin_config
-from models.core.drawing import draw_masks
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.predict import predict_image
 from models.core.recipe import RunSpec
 from models.core.settings import EvalPlan
-from models.core.tasks.detection_outputs import pasted_masks
 from models.data.detection import PAD_SOURCE_ID
+from models.tasks.detection_outputs import pasted_masks
+from models.tasks.drawing import draw_masks
 
 FASTER = 'run.model = "faster_rcnn_resnet18_fpn"'
 

@@ -9,13 +9,12 @@ import pytest
 from official.vision.modeling.layers import nn_blocks
 from zoo_testing import plan
 
-from models import registry
-from models.core import gin_config, optimization
+from models.core import gin_config, optimization, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
 from models.core.settings import TrainSettings
-from models.core.tasks.image_classification import ImageClassificationTask
 from models.mnasnet import model as mnasnet_model
+from models.tasks.image_classification import ImageClassificationTask
 
 # Tan et al. 2019, "MnasNet: Platform-Aware Neural Architecture Search for Mobile", arXiv
 # 1807.11626: MnasNet-A1 312M multiply-adds (table 1), MnasNet-B1 315M (the paper's B1 row).

@@ -8,8 +8,7 @@ import gin
 import pytest
 from zoo_testing import plan
 
-from models import registry
-from models.core import gin_config, optimization
+from models.core import gin_config, optimization, registry
 from models.core.recipe import RunSpec
 
 VERSIONS = ("v1", "v2", "v3_large", "v3_small")

@@ -12,11 +12,10 @@ import tensorflow as tf
 from official.vision.ops import anchor
 from zoo_testing import two_scene_jpegs
 
-from models import registry
-from models.core import gin_config
-from models.core.anchors import GridAnchors, RpnAnchors
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.recipe import RunSpec
+from models.data.anchors import GridAnchors, RpnAnchors
 from models.object_detection.faster_rcnn import StageFiveBoxHead
 
 RECIPE = "object_detection/faster_rcnn_digit_scenes.gin"

@@ -11,13 +11,12 @@ import tensorflow as tf
 from official.vision.losses.loss_utils import multi_level_flatten
 from zoo_testing import two_scene_jpegs
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError
-from models.core.hard_negatives import hard_negative_softmax_loss
 from models.core.recipe import RunSpec
-from models.core.single_stage import SoftmaxDetectionGenerator, softmax_as_logits
 from models.object_detection.model import FEATURE_EXTRACTORS, FEATURE_PYRAMIDS, ssd
+from models.tasks.hard_negatives import hard_negative_softmax_loss
+from models.tasks.single_stage import SoftmaxDetectionGenerator, softmax_as_logits
 
 
 def default_task(*bindings: str):

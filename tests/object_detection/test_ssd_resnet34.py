@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models import registry
-from models.core.anchors import SsdAnchors
+from models.core import registry
 from models.core.errors import UsageError
-from models.core.tasks.detection import DetectionTask
+from models.data.anchors import SsdAnchors
 from models.object_detection.ssd_resnet34 import PUBLISHED
+from models.tasks.detection import DetectionTask
 
 
 def test_default_boxes_are_mlperfs_8732() -> None:

@@ -10,8 +10,7 @@ import pytest
 import tensorflow as tf
 from zoo_testing import two_scene_jpegs
 
-from models import registry
-from models.core import gin_config
+from models.core import gin_config, registry
 from models.core.errors import UsageError
 from models.core.predict import check_paths, predict_image
 from models.core.recipe import RunSpec

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models import registry
+from models.core import registry
 from models.transformer.model import PAPER_VOCAB, SIZES, parameter_count
 
 

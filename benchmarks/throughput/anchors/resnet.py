@@ -15,8 +15,8 @@ from benchmarks.throughput.anchors import EXPERIMENTS
 from benchmarks.throughput.anchors.model_garden import gpus_in, time_on_our_input
 from models.core import optimization
 from models.core.task import Task
-from models.core.tasks.image_classification import ImageClassificationTask
 from models.core.trainer import Trainer
+from models.tasks.image_classification import ImageClassificationTask
 
 FAMILY = "resnet"
 EXPERIMENT = EXPERIMENTS[FAMILY]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 from models.data.imagenet_schema import JPEG_QUALITY
 
 NAME = "digit-scenes-v1"

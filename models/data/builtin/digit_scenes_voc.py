@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from models.data.builtin import build_once, digit_scenes
+from models.data.builtin import digit_scenes
+from models.data.builtin.cache import build_once
 from models.data.imagenet_schema import JPEG_QUALITY
 
 NAME = "digit-scenes-voc-v1"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 from models.data.imagenet_schema import (
     LABEL_OFFSET,
     encode_jpeg,

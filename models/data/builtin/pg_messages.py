@@ -24,6 +24,7 @@ over the pairs that hold each)."""
 from __future__ import annotations
 
 import gettext
+import glob
 import hashlib
 import itertools
 import json
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from models.core.errors import UsageError
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 
 NAME = "pg-messages-de-v2"  # v1: a WordPiece vocabulary
 POSTGRESQL = 15  # Debian 12's PostgreSQL
@@ -157,14 +158,19 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 def baselines(folder: str) -> dict[str, dict[str, float]]:
     """BLEU on validation and test of copying the source and of the word-for-word dictionary."""
-    from models.data.translation import TranslationInput
+    from models.data.convert.parallel_text import read_split
 
-    data = TranslationInput(data_dir=folder)
-    train = list(zip(*data.evaluation_set("train"), strict=True))
+    info = json.loads(Path(folder, "dataset_info.json").read_text())
+    languages = (info["source_language"], info["target_language"])
+
+    def evaluation_set(split: str) -> tuple[list[str], list[str]]:
+        return read_split(sorted(glob.glob(f"{folder}/{split}-*-of-*")), languages)
+
+    train = list(zip(*evaluation_set("train"), strict=True))
     dictionary = learn_dictionary(train)
     scores = {}
     for split in HELD_OUT:
-        sources, references = data.evaluation_set(split)
+        sources, references = evaluation_set(split)
         scores[split] = {
             "copy_source": bleu(sources, references),
             "word_for_word": bleu([word_for_word(s, dictionary) for s in sources], references),

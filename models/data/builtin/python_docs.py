@@ -14,7 +14,7 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 
 NAME = "python-docs-v2"
 # Packages whose docstrings are tests, demos, GUI or vendored text rather than library prose.

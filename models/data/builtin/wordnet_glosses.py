@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from models.core.errors import UsageError
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 
 NAME = "wordnet-glosses-v2"
 WORDNET_NOUNS = Path("/usr/share/wordnet/data.noun")

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.data.builtin import build_once
+from models.data.builtin.cache import build_once
 from models.data.builtin.wordnet_glosses import WORDNET_NOUNS, digest, is_dev, read_synsets
 
 NAME = "wordnet-qa-v2"
@@ -196,11 +196,11 @@ def baselines(contexts: list[list[Entry]], dataset: dict) -> dict[str, dict[str,
 
 
 def _write(out: Path) -> None:
-    from models.data import builtin
+    from models.data.builtin import python_docs
     from models.data.convert import squad
 
     contexts, datasets = write_squad(out / "json")
-    vocab = os.path.join(builtin.prepare("python_docs"), "vocab.txt")
+    vocab = os.path.join(python_docs.prepare(), "vocab.txt")
     windows = squad.Windows(**WINDOWS)
     for split, name in (("train", JSON_FILES["train"]), ("validation", JSON_FILES["dev"])):
         squad.convert(str(out / "json" / name), vocab, str(out), split, windows=windows)

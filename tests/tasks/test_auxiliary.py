@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from models.core.auxiliary import AuxiliaryLogits
-from models.core.tasks.image_classification import ImageClassificationTask
+from models.tasks.auxiliary import AuxiliaryLogits
+from models.tasks.image_classification import ImageClassificationTask
 
 CLASSES = 1000  # classification_input's default (ImageNet)
 

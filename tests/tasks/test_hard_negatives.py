@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from models.core.hard_negatives import hard_negative_softmax_loss
+from models.tasks.hard_negatives import hard_negative_softmax_loss
 
 
 def _numpy_loss(logits, classes, weights, ratio, min_negatives):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_SOURCE_ROOT = Path(__file__).resolve().parent.parent
-_PACKAGE_DATA = Path(__file__).resolve().parent / "_data"
+_PACKAGE = Path(__file__).resolve().parent.parent  # models/
+_SOURCE_ROOT = _PACKAGE.parent
+_PACKAGE_DATA = _PACKAGE / "_data"
 
 
 def _data_dir(name: str) -> Path:

@@ -135,7 +135,7 @@ def trained_classifier(
 ) -> FeatureNetwork:
     """The zoo's classifier for data `identity` (its directory), trained once on `train()`'s
     (images in [-1, 1], labels) batches and cached; metrics are suffixed with `name`."""
-    from models.data.builtin import build_once
+    from models.data.builtin.cache import build_once
 
     key = hashlib.sha256(
         f"{CLASSIFIER_VERSION}|{identity}|{image_size}|{num_classes}|{epochs}".encode()

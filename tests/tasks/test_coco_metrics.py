@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_api
 
-from models.core.coco_metrics import (
+from models.tasks.coco_metrics import (
     BOX_METRIC_NAMES,
     MASK_METRIC_NAMES,
     METRIC_RANGES,

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models import registry
-from models.core import optimization
-from models.core.auxiliary import AuxiliaryLogits
-from models.core.drawing import draw_captions
+from models.core import optimization, registry
 from models.core.export import image_bytes_signature
 from models.core.task import Models, Task
 from models.data.classification import ClassificationInput
+from models.tasks.auxiliary import AuxiliaryLogits
+from models.tasks.drawing import draw_captions
 
 TOP = 5  # classes a prediction shows
 
@@ -51,18 +48,9 @@ class ImageClassificationTask(Task):
         size, classes = self.input.image_size, self.input.num_classes
         return {"model": registry.create_model(self.model, num_classes=classes, image_size=size)}
 
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
     def synthetic_inputs(self, global_batch_size, input_context):
         """One random batch of the recipe's image size and classes, repeated (no data read)."""
         return self.input.synthetic_dataset(global_batch_size, input_context, self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits=splits)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
         return [

@@ -15,13 +15,13 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from models import registry
-from models.core import sample_quality
-from models.core.adversarial import AdversarialPair
-from models.core.drawing import image_grid
+from models.core import registry
 from models.core.errors import UsageError, check_choice
 from models.core.task import Models, Task
 from models.data.classification import ClassificationInput
+from models.tasks import sample_quality
+from models.tasks.adversarial import AdversarialPair
+from models.tasks.drawing import image_grid
 
 LOSSES = ("non_saturating", "wasserstein", "hinge", "least_squares")
 PENALTIES = ("none", "wgan_gp", "dragan")
@@ -129,12 +129,6 @@ class ImageGenerationTask(Task):
         """One random batch of `disc_iters` discriminator batches, repeated (no data read)."""
         batch = global_batch_size * self.disc_iters
         return self.input.synthetic_dataset(batch, input_context, self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits=splits)
 
     def is_lower_better(self, metric: str) -> bool:
         name = metric.rsplit("/", 1)[-1]

@@ -12,13 +12,12 @@ import numpy as np
 import tensorflow as tf
 from official.vision.losses import segmentation_losses
 
-from models import registry
-from models.core import optimization
-from models.core.drawing import draw_class_map
+from models.core import optimization, registry
 from models.core.export import image_bytes_signature
 from models.core.task import Models, Task
 from models.data.convert import voc
 from models.data.segmentation import SegmentationInput
+from models.tasks.drawing import draw_class_map
 
 
 @gin.configurable
@@ -60,15 +59,6 @@ class SemanticSegmentationTask(Task):
     def build_models(self) -> Models:
         size, classes = min(self.input.train_size), self.input.num_classes
         return {"model": registry.create_model(self.model, num_classes=classes, image_size=size)}
-
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits)
 
     # ------------------------------------------------------------------ training
 

@@ -11,11 +11,11 @@ import tensorflow as tf
 from official.vision.configs import maskrcnn as maskrcnn_config
 from official.vision.tasks import maskrcnn as maskrcnn_task
 
-from models import registry
+from models.core import registry
 from models.core.errors import UsageError
 from models.core.task import Models
-from models.core.tasks.coco_detection import CocoDetectionTask
 from models.data.detection import DetectionInput, RcnnTargets
+from models.tasks.coco_detection import CocoDetectionTask
 
 _LOSSES = ("rpn_score_loss", "rpn_box_loss", "frcnn_cls_loss", "frcnn_box_loss", "mask_loss")
 

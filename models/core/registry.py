@@ -25,10 +25,12 @@ from typing import Any
 
 from models.core.errors import UsageError, nearest
 from models.core.gin_types import check_argument_type
-from models.paths import CONFIGS_DIR  # also models.registry.CONFIGS_DIR, for its importers
-from models.recipe_text import expanded_lines
+from models.core.paths import (
+    CONFIGS_DIR,  # also models.core.registry.CONFIGS_DIR, for its importers
+)
+from models.core.recipe_text import expanded_lines
 
-_NOT_MODELS = {"core", "data"}
+_NOT_MODELS = {"core", "data", "tasks"}
 _SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}
 # How a source counts parameters. BN moving statistics are never parameters except in Keras'
 # count_params(); "weights" counts a BN gamma per channel even where the layer learns none
@@ -112,7 +114,7 @@ class ModelEntry:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     min_image_size: int = 1
     published: tuple[PublishedCount, ...] = ()
-    #: A detector's anchor layout (models.core.anchors.ANCHOR_LAYOUTS), which its input labels:
+    #: A detector's anchor layout (models.data.anchors.ANCHOR_LAYOUTS), which its input labels:
     #: None for its task's own (`anchors`, or a two-stage task's `rpn_anchors`), "ssd_anchors"
     #: for SSD's fixed default boxes, "grid_anchors" for the Object Detection API's grid.
     anchors: str | None = None
@@ -227,10 +229,11 @@ def load_all() -> None:
     """Imports the shared tasks and every model family's model.py (and task.py, where the
     family has its own task), so that every variant, task and gin configurable registers."""
     import models
-    from models.core import tasks
 
+    # Found by name, as families are: core imports no task and no model (import-linter).
+    tasks = importlib.import_module("models.tasks")
     for info in pkgutil.iter_modules(tasks.__path__):
-        importlib.import_module(f"models.core.tasks.{info.name}")
+        importlib.import_module(f"models.tasks.{info.name}")
     for info in pkgutil.iter_modules(models.__path__):
         if info.ispkg and info.name not in _NOT_MODELS:
             importlib.import_module(f"models.{info.name}.model")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from models.paths import CONFIGS_DIR
+from models.core.paths import CONFIGS_DIR
 
 _INCLUDE = re.compile(r"""^\s*include\s+['"]([^'"]+)['"]""")
 _MAX_DEPTH = 8

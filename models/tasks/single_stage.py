@@ -15,11 +15,11 @@ from official.vision.modeling import factory, retinanet_model
 from official.vision.modeling.backbones import factory as backbone_factory
 from official.vision.modeling.layers import detection_generator as detection_generator_lib
 
-from models.core.anchors import Anchors
 from models.core.errors import check_choice
-from models.core.nms import check_nms_version
+from models.data.anchors import Anchors
+from models.tasks.nms import check_nms_version
 
-# The score each class loss trains (models.core.tasks.detection.CLASS_LOSSES reads it).
+# The score each class loss trains (models.tasks.detection.CLASS_LOSSES reads it).
 CLASS_ACTIVATIONS = ("sigmoid", "softmax")
 _EPSILON = 1e-7
 
@@ -33,7 +33,7 @@ def detection_settings(
     nms_version: str = "v2",
 ) -> retinanet_config.DetectionGenerator:
     """The NMS of a single-stage detector's outputs (Model Garden's retinanet_resnetfpn_coco
-    defaults); `nms_version` picks Model Garden's NMS (models.core.nms)."""
+    defaults); `nms_version` picks Model Garden's NMS (models.tasks.nms)."""
     return retinanet_config.DetectionGenerator(
         pre_nms_top_k=pre_nms_top_k,
         pre_nms_score_threshold=pre_nms_score_threshold,

@@ -11,10 +11,10 @@ import tensorflow as tf
 import tf_keras
 from official.vision.ops import box_ops, mask_ops
 
-from models.core.coco_metrics import CocoMetrics
-from models.core.drawing import draw_boxes, draw_masks
 from models.core.export import image_bytes_signature
 from models.data.detection import PAD_SOURCE_ID, DetectionInput
+from models.tasks.coco_metrics import CocoMetrics
+from models.tasks.drawing import draw_boxes, draw_masks
 
 SHOWN = 5  # detections a --mode=predict summary names
 FADED = 3  # best detections drawn, faded, when none reaches the threshold

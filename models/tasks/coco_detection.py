@@ -5,15 +5,14 @@ drawn prediction. A task adds its losses and what its model takes in training be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import tensorflow as tf
 
 from models.core import optimization
-from models.core.coco_metrics import METRIC_RANGES
 from models.core.task import Models, Task
-from models.core.tasks.detection_outputs import (
+from models.data.detection import DetectionInput
+from models.tasks.coco_metrics import METRIC_RANGES
+from models.tasks.detection_outputs import (
     BOX_OUTPUTS,
     add_to_coco,
     detect_for_coco,
@@ -22,7 +21,6 @@ from models.core.tasks.detection_outputs import (
     mask_size,
     max_detections,
 )
-from models.data.detection import DetectionInput
 
 
 class CocoDetectionTask(Task):
@@ -39,15 +37,6 @@ class CocoDetectionTask(Task):
     ):
         self.model, self.input, self.seed = model, data, seed
         self.draw_score_threshold = draw_score_threshold
-
-    def build_inputs(self, split, global_batch_size, input_context):
-        return self.input.dataset(split, global_batch_size, input_context, seed=self.seed)
-
-    def num_examples(self, split: str) -> int:
-        return self.input.num_examples(split)
-
-    def validate_data(self, splits: Sequence[str]) -> None:
-        self.input.validate(splits)
 
     # ------------------------------------------------------------------ training
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.core.tasks import image_generation as gan
+from models.tasks import image_generation as gan
 
 REAL = tf.constant([2.0, -1.0, 0.5])
 FAKE = tf.constant([-3.0, 0.0, 1.5])

@@ -9,12 +9,12 @@ import tensorflow as tf
 import tf_keras
 from official.vision.losses import focal_loss, loss_utils
 
-from models import registry
+from models.core import registry
 from models.core.errors import UsageError, check_choice
-from models.core.hard_negatives import hard_negative_softmax_loss
 from models.core.task import Models
-from models.core.tasks.coco_detection import CocoDetectionTask
 from models.data.detection import DetectionInput
+from models.tasks.coco_detection import CocoDetectionTask
+from models.tasks.hard_negatives import hard_negative_softmax_loss
 
 # Class losses and the score activation each trains (the model's `class_activation`).
 CLASS_LOSSES = {"focal": "sigmoid", "hard_negative_softmax": "softmax"}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from models.core import sample_quality
+from models.tasks import sample_quality
 
 
 def _direct_fid(a: np.ndarray, b: np.ndarray) -> float:
