@@ -31,9 +31,7 @@ from models.data.records import (
     budgeted,
     check_images,
     check_split,
-    count_records,
     find_files,
-    read_info,
     shard_heads,
 )
 
@@ -41,7 +39,6 @@ AUGMENTATIONS = ("random_resized_crop", "none")
 AUGMENT_POLICIES = ("autoaugment", "randaugment")
 PAD_LABEL = -1
 LABEL_ERROR = "label out of range"  # Matched by models.core.errors; keep the text.
-_INFO_INTEGERS = ("num_classes", "label_offset", *INFO_COUNT_KEYS.values())
 _VALIDATE_BATCH = 256
 _SAMPLE_RECORDS = 2  # Images decoded per shard before training.
 _AUTOTUNE = tf.data.AUTOTUNE
@@ -74,6 +71,8 @@ def _augmenter(
 @gin.configurable("classification_input")
 class ClassificationInput(DataFolder):
     """Per-replica (image, label) datasets, eval padding and serving decode for classifiers."""
+
+    info_integers = ("num_classes", "label_offset", *INFO_COUNT_KEYS.values())
 
     def __init__(
         self,
@@ -133,8 +132,6 @@ class ClassificationInput(DataFolder):
         self.cache = cache
         self.cycle_length = cycle_length
         self.dtype = DTYPES[dtype]
-        self._info: dict | None = None
-        self._counted: dict[str, int] = {}
 
     # ------------------------------------------------------------ files and counts
 
@@ -143,12 +140,6 @@ class ClassificationInput(DataFolder):
         training = check_split(split) == "train"
         pattern = self.train_pattern if training else self.eval_pattern
         return find_files(self.data_dir, pattern, split)
-
-    def dataset_info(self) -> dict:
-        """Contents of data_dir/dataset_info.json ({} when absent)."""
-        if self._info is None:
-            self._info = read_info(os.path.join(self.data_dir, INFO_FILE), _INFO_INTEGERS)
-        return self._info
 
     def class_names(self) -> list[str]:
         """Each class's name: dataset_info.json's "classes" when it names them all, else the
@@ -167,9 +158,7 @@ class ClassificationInput(DataFolder):
         info = self.dataset_info()
         if INFO_COUNT_KEYS[split] in info:
             return int(info[INFO_COUNT_KEYS[split]])
-        if split not in self._counted:
-            self._counted[split] = count_records(self.files(split))
-        return self._counted[split]
+        return self.counted(split)
 
     # ------------------------------------------------------------ datasets
 

@@ -21,7 +21,7 @@ from models.data.anchors import ANCHOR_LAYOUTS, RpnAnchors, SsdAnchors
 from models.data.folder import ShardedFolder
 from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.reader import InputReader, blank_like
-from models.data.records import check_images, check_split, read_info, shard_heads
+from models.data.records import check_images, check_split, shard_heads
 
 PAD_SOURCE_ID = -1  # evaluation padding: aggregate_logs drops these rows
 _SAMPLE_RECORDS = 2  # images decoded per shard before a run
@@ -48,6 +48,8 @@ class DetectionInput(ShardedFolder):
     `anchors` grid, or a two-stage model's `rpn_anchors`; `rcnn` switches the labels from
     RetinaNet's to Faster/Mask R-CNN's (both set by the task for its model, not by gin).
     """
+
+    info_integers = tuple(f"num_{split}_examples" for split in SPLITS)
 
     def __init__(
         self,
@@ -87,16 +89,8 @@ class DetectionInput(ShardedFolder):
         layout = anchors or ("anchors" if rcnn is None else "rpn_anchors")
         self.anchors = ANCHOR_LAYOUTS[layout]()
         self.anchors.check_image_size(image_size, "detection_input.image_size")
-        self._info: dict | None = None
 
     # ------------------------------------------------------------ files and counts
-
-    def dataset_info(self) -> dict:
-        """dataset_info.json of the data directory, as the COCO converter writes it."""
-        if self._info is None:
-            path = os.path.join(self.data_dir, INFO_FILE)
-            self._info = read_info(path, [f"num_{split}_examples" for split in SPLITS])
-        return self._info
 
     @property
     def num_classes(self) -> int:

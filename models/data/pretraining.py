@@ -15,10 +15,10 @@ import gin
 import tensorflow as tf
 
 from models.core.errors import UsageError
-from models.data.folder import DataFolder
+from models.data.folder import ShardedFolder
 from models.data.imagenet_schema import INFO_FILE
 from models.data.reader import InputReader, constant_padding
-from models.data.records import check_parses, check_split, count_records, find_files, read_info
+from models.data.records import check_parses
 from models.data.text import CLS, MASK, PAD, SEP, VOCAB_FILE, read_vocab
 
 PAD_LABEL = -1
@@ -41,9 +41,11 @@ def _schema(seq_length: int, max_predictions: int) -> dict[str, tf.io.FixedLenFe
 
 
 @gin.configurable("pretraining_input")
-class PretrainingInput(DataFolder):
+class PretrainingInput(ShardedFolder):
     """Per-replica batches of BERT pretraining pairs: the built-in `python_docs` records by
     default, records of create_pretraining_data.py with --data_dir."""
+
+    info_integers = ("vocab_size", "max_seq_length", "max_predictions_per_seq")
 
     def __init__(
         self,
@@ -70,18 +72,6 @@ class PretrainingInput(DataFolder):
         self.masked_lm_prob = masked_lm_prob
         self.shuffle_buffer = shuffle_buffer
         self.cycle_length = cycle_length
-        self._info: dict | None = None
-        self._counted: dict[str, int] = {}
-
-    def files(self, split: str) -> list[str]:
-        return find_files(self.data_dir, self.patterns[check_split(split)], split)
-
-    def dataset_info(self) -> dict:
-        """data_dir/dataset_info.json ({} when absent), read once."""
-        if self._info is None:
-            keys = ("vocab_size", "max_seq_length", "max_predictions_per_seq")
-            self._info = read_info(os.path.join(self.data_dir, INFO_FILE), keys)
-        return self._info
 
     def vocab(self) -> list[str]:
         """The data's WordPiece vocabulary (data_dir/vocab.txt)."""
@@ -90,18 +80,6 @@ class PretrainingInput(DataFolder):
     def vocab_size(self) -> int:
         """dataset_info.json's vocab_size, else the length of data_dir/vocab.txt."""
         return int(self.dataset_info().get("vocab_size") or len(self.vocab()))
-
-    def num_examples(self, split: str) -> int:
-        """Pairs in split: dataset_info.json's count, else the records counted."""
-        key = f"num_{check_split(split)}_examples"
-        info = self.dataset_info()
-        if key in info:
-            return int(info[key])
-        if split not in self._counted:
-            self._counted[split] = count_records(self.files(split))
-        return self._counted[split]
-
-    # ------------------------------------------------------------ datasets
 
     def reader(self, split: str) -> InputReader:
         """Pairs: training endless and shuffled (masked anew in each batch with

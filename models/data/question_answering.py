@@ -21,7 +21,7 @@ from models.data.convert.squad import EVAL_JSON, WINDOW_FLAGS, Windows, features
 from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
 from models.data.reader import InputReader, constant_padding
-from models.data.records import check_parses, check_split, find_files, read_info
+from models.data.records import check_parses, check_split, find_files
 from models.data.text import VOCAB_FILE, read_vocab
 
 PAD_ID = -1
@@ -44,6 +44,9 @@ class QuestionAnsweringInput(DataFolder):
     """Per-replica batches of question/context windows: the built-in `wordnet_qa` by default,
     the converter's SQuAD records with --data_dir."""
 
+    info_integers = ("max_seq_length",)
+    info_writer = "python -m models.data.convert.squad"  # the windows' settings: evaluation's
+
     def __init__(
         self,
         data_dir: str | None = None,
@@ -54,25 +57,11 @@ class QuestionAnsweringInput(DataFolder):
         super().__init__(data_dir, builtin)
         self.seq_length = seq_length
         self.shuffle_buffer = shuffle_buffer
-        self._info: dict | None = None
         self._eval: tuple[dict, list, list] | None = None
         self._vocab: list[str] | None = None
 
     def files(self, split: str) -> list[str]:
         return find_files(self.data_dir, f"{check_split(split)}-*-of-*", split)
-
-    def dataset_info(self) -> dict:
-        """data_dir/dataset_info.json, read once; UsageError when absent (the converter writes
-        the windows' settings there, and evaluation needs them)."""
-        if self._info is None:
-            path = os.path.join(self.data_dir, INFO_FILE)
-            if not tf.io.gfile.exists(path):
-                raise UsageError(
-                    f"--data_dir {self.data_dir} has no {INFO_FILE}: write it with "
-                    "python -m models.data.convert.squad"
-                )
-            self._info = read_info(path, ("max_seq_length",))
-        return self._info
 
     def vocab(self) -> list[str]:
         """The records' WordPiece vocabulary (data_dir/vocab.txt), read once."""

@@ -24,7 +24,7 @@ from models.data.convert.voc import MASK_ENCODED
 from models.data.folder import ShardedFolder
 from models.data.imagenet_schema import INFO_FILE, SPLITS
 from models.data.reader import InputReader, blank_like
-from models.data.records import check_images, read_info, shard_heads
+from models.data.records import check_images, shard_heads
 
 _SAMPLE_RECORDS = 2  # records decoded per shard before a run
 
@@ -39,6 +39,8 @@ class SegmentationInput(ShardedFolder):
     scaled size, scale, offset). `num_classes` counts the background (VOC: 21); by default it
     is dataset_info.json's.
     """
+
+    info_integers = (*(f"num_{split}_examples" for split in SPLITS), "num_classes")
 
     def __init__(
         self,
@@ -79,7 +81,6 @@ class SegmentationInput(ShardedFolder):
         self.augmentation = (aug_rand_hflip, aug_scale_min, aug_scale_max)
         self.shuffle_buffer, self.cycle_length = shuffle_buffer, cycle_length
         self.dtype = dtype
-        self._info: dict | None = None
 
     @property
     def train_size(self) -> list[int]:
@@ -87,14 +88,6 @@ class SegmentationInput(ShardedFolder):
         return self.crop_size or self.output_size
 
     # ------------------------------------------------------------ files and counts
-
-    def dataset_info(self) -> dict:
-        """dataset_info.json of the data directory, as the VOC converter writes it."""
-        if self._info is None:
-            path = os.path.join(self.data_dir, INFO_FILE)
-            keys = [f"num_{split}_examples" for split in SPLITS] + ["num_classes"]
-            self._info = read_info(path, keys)
-        return self._info
 
     @property
     def num_classes(self) -> int:

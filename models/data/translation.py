@@ -44,7 +44,7 @@ from models.data.convert.parallel_text import (
 from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
 from models.data.reader import InputReader, constant_padding
-from models.data.records import check_parses, find_files, read_info
+from models.data.records import check_parses, find_files
 
 PAD_ID = -1  # unique_id of evaluation's padding pairs
 SMALLEST_BUCKET = 16  # default buckets: 16, 32, 64, ... up to max_length
@@ -100,6 +100,9 @@ class TranslationInput(DataFolder):
     """Per-replica translation batches: the built-in `pg_messages` (PostgreSQL's English-German
     messages) by default, the parallel-text converter's records with --data_dir."""
 
+    info_integers = ("max_length", "vocab_size", "eos_id", "pad_id")
+    info_writer = "python -m models.data.convert.parallel_text"
+
     def __init__(
         self,
         data_dir: str | None = None,
@@ -112,7 +115,6 @@ class TranslationInput(DataFolder):
         self._max_length = max_length
         self._bucket_lengths = bucket_lengths
         self.shuffle_buffer = shuffle_buffer
-        self._info: dict | None = None
         self._model: bytes | None = None
         self._tokenizer = None
         self._eval: dict[str, tuple[list[str], list[str]]] = {}
@@ -125,16 +127,13 @@ class TranslationInput(DataFolder):
         return find_files(self.data_dir, f"{split}-*-of-*", split)
 
     def dataset_info(self) -> dict:
-        """data_dir/dataset_info.json, read once; UsageError when absent (the converter writes
-        the languages, lengths and ids there)."""
-        if self._info is None:
-            path = self._converted(INFO_FILE)
-            keys = ("max_length", "vocab_size", "eos_id", "pad_id")
-            self._info = read_info(path, keys)
-            for key in ("source_language", "target_language", *keys):
-                if key not in self._info:
-                    raise UsageError(f"{path} has no {key}; write the data with the converter")
-        return self._info
+        """data_dir/dataset_info.json, read once; UsageError when absent or without the
+        languages, lengths and ids the converter writes there."""
+        info, path = super().dataset_info(), os.path.join(self.data_dir, INFO_FILE)
+        for key in ("source_language", "target_language", *self.info_integers):
+            if key not in info:
+                raise UsageError(f"{path} has no {key}; write the data with the converter")
+        return info
 
     @property
     def languages(self) -> tuple[str, str]:
