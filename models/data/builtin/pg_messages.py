@@ -24,7 +24,6 @@ over the pairs that hold each)."""
 from __future__ import annotations
 
 import gettext
-import glob
 import hashlib
 import itertools
 import json
@@ -159,12 +158,13 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 def baselines(folder: str) -> dict[str, dict[str, float]]:
     """BLEU on validation and test of copying the source and of the word-for-word dictionary."""
     from models.data.convert.parallel_text import read_split
+    from models.data.records import find_files
 
     info = json.loads(Path(folder, "dataset_info.json").read_text())
     languages = (info["source_language"], info["target_language"])
 
     def evaluation_set(split: str) -> tuple[list[str], list[str]]:
-        return read_split(sorted(glob.glob(f"{folder}/{split}-*-of-*")), languages)
+        return read_split(find_files(folder, f"{split}-*-of-*", split), languages)
 
     train = list(zip(*evaluation_set("train"), strict=True))
     dictionary = learn_dictionary(train)
