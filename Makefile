@@ -12,10 +12,12 @@ STAMP := $(VENV)/.installed
 
 # Debian packages that built-in datasets read (wordnet-base: WordNet's noun glosses, the BERT
 # classification task; postgresql-15, with its client and libpq5: PostgreSQL's German message
-# catalogues, the Transformer's translation task). Installed where apt-get exists and make runs
-# as root; elsewhere, or when the install fails, the dataset names the command in one line when
-# it is first built.
-SYSTEM_PACKAGES := wordnet-base postgresql-15
+# catalogues, the Transformer's translation task; espeak-ng: the built-in speech, WordNet's
+# example sentences spoken in many voices, the ASR Transformer's task; pocketsphinx-testdata:
+# CMU Sphinx's 12 recordings of human speech, the built-in cmu_recordings test set). Installed
+# where apt-get exists and make runs as root; elsewhere, or when the install fails, the dataset
+# names the command in one line when it is first built.
+SYSTEM_PACKAGES := wordnet-base postgresql-15 espeak-ng pocketsphinx-testdata
 system-packages:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \

@@ -16,6 +16,9 @@ INSTALL_REQUIRES = [
     "tqdm>=4.60",
     "sentencepiece>=0.1.99",  # translation: learns the shared subword model
     "sacrebleu>=2.3",  # translation: BLEU of detokenised text
+    "soundfile>=0.12",  # speech: reads LibriSpeech's FLAC (its wheels bundle libsndfile)
+    "jiwer>=3.0",  # speech: word error rate
+    "scipy>=1.10",  # the built-in speech: resampling espeak-ng's 22,050 Hz output
 ]
 
 # The recipes stay at the repository root (configs/, official/: data, not Python). A wheel or a

@@ -5,6 +5,7 @@ evaluation did. Checked for the recipes whose export holds its own pre- and post
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -43,19 +44,27 @@ def export(recipe_path: str, model_dir: Path) -> str:
     return found.group(1)
 
 
-def serve_fresh(export_dir: str, inputs: dict[str, list[str]], env: dict | None = None) -> dict:
-    """The SavedModel's `serving_default` answers to string `inputs`, from a process that
-    imports only TensorFlow and tensorflow-text (whose tokenizer ops exported text models use);
-    the inputs go through stdin (thousands of texts would pass the kernel's argument limit)."""
+def serve_fresh(
+    export_dir: str, inputs: dict[str, list[str] | list[bytes]], env: dict | None = None
+) -> dict:
+    """The SavedModel's `serving_default` answers to string `inputs` (text, or bytes such as
+    WAV files), from a process that imports only TensorFlow and tensorflow-text (whose
+    tokenizer ops exported text models use); the inputs go through stdin, base64-encoded
+    (thousands of texts would pass the kernel's argument limit)."""
     script = f"""
-import json, sys, tensorflow as tf, tensorflow_text
+import base64, json, sys, tensorflow as tf, tensorflow_text
 serve = tf.saved_model.load({export_dir!r}).signatures["serving_default"]
-out = serve(**{{k: tf.constant(v, tf.string) for k, v in json.load(sys.stdin).items()}})
+given = json.load(sys.stdin).items()
+out = serve(**{{k: tf.constant([base64.b64decode(x) for x in v]) for k, v in given}})
 print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}, default=bytes.decode))
 """
+    encoded = {
+        name: [base64.b64encode(x if isinstance(x, bytes) else x.encode()).decode() for x in v]
+        for name, v in inputs.items()
+    }
     result = subprocess.run(
         [sys.executable, "-c", script],
-        input=json.dumps(inputs),
+        input=json.dumps(encoded),
         capture_output=True,
         text=True,
         timeout=1800,

@@ -83,15 +83,27 @@ def _sentence_labels_shuffled() -> None:
     _patch(SentenceClassificationTask, "train_step", step)
 
 
-def _translation_targets_shuffled() -> None:
-    from models.transformer.task import TranslationTask
+def _targets_shuffled(task: type) -> None:
+    """A sequence-to-sequence task's targets (and their masks) paired with another source."""
 
     def step(original, self, inputs, *rest):
         order = tf.random.shuffle(tf.range(tf.shape(inputs["targets"])[0]))
         moved = {k: tf.gather(inputs[k], order) for k in ("targets", "target_mask")}
         return original(self, {**inputs, **moved}, *rest)
 
-    _patch(TranslationTask, "train_step", step)
+    _patch(task, "train_step", step)
+
+
+def _translation_targets_shuffled() -> None:
+    from models.transformer.task import TranslationTask
+
+    _targets_shuffled(TranslationTask)
+
+
+def _transcripts_shuffled() -> None:
+    from models.asr_transformer.task import SpeechRecognitionTask
+
+    _targets_shuffled(SpeechRecognitionTask)
 
 
 def _generator_loss_sign_flipped() -> None:
@@ -109,6 +121,7 @@ BREAKAGES = {
     "masked_tokens_shuffled": _masked_tokens_shuffled,
     "sentence_labels_shuffled": _sentence_labels_shuffled,
     "translation_targets_shuffled": _translation_targets_shuffled,
+    "transcripts_shuffled": _transcripts_shuffled,
     "generator_loss_sign_flipped": _generator_loss_sign_flipped,
 }
 

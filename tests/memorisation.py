@@ -200,9 +200,9 @@ def evaluate(spec: Memorise, model_dir, env: dict, breakage: str | None = None) 
 
 
 def meets(spec: Memorise, metrics: dict) -> bool:
-    """Whether `metrics` reach the check's threshold (at or below it for a FID) and every
+    """Whether `metrics` reach the check's threshold (at or below it for a FID or WER) and every
     `also` metric its value."""
     value = metrics[spec.metric]
-    lower = spec.metric.startswith("fid")
+    lower = spec.metric.startswith("fid") or spec.metric == "wer"
     reached = value <= spec.threshold if lower else value >= spec.threshold
     return reached and all(metrics[name] >= least for name, least in spec.also)

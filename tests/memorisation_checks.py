@@ -146,6 +146,19 @@ CHECKS = [
         fails_within=120,  # healthy: BLEU 92.8 at step 70
     ),
     Memorise(
+        "asr_transformer",
+        "spoken_wordnet",
+        8,
+        "wer",
+        0.05,
+        untrained=1.0,
+        steps=300,
+        every=25,  # each evaluation is a beam search
+        params=("spec_augment.freq_masks = 0", "spec_augment.time_masks = 0"),
+        train_breakage="transcripts_shuffled",
+        fails_within=300,
+    ),
+    Memorise(
         "dcgan",
         **GAN,
         examples=64,

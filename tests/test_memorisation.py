@@ -1,9 +1,10 @@
 """Every family's memorisation check (tests/memorisation.py, the table in
 tests/memorisation_checks.py): its default recipe, with its data cut to one batch that is also
 the evaluation set, trains through its CLI until its real metric is near perfect on that batch;
-with a bug put in its training or evaluation (tests/breakages.py), the check fails. BERT's and
-the Transformer's checks run in their chain tests (tests/bert/test_bert_chain.py,
-tests/transformer/test_translation_chain.py), which go on to fine-tune, export and serve. What a
+with a bug put in its training or evaluation (tests/breakages.py), the check fails. BERT's, the
+Transformer's and the ASR Transformer's checks run in their chain tests
+(tests/bert/test_bert_chain.py, tests/transformer/test_translation_chain.py,
+tests/asr_transformer/test_asr_chain.py), which go on to fine-tune, export and serve. What a
 default recipe reaches on its full built-in data is `make acceptance`'s check (README, "Tests")."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def test_every_family_has_a_memorisation_check():
     assert families == {spec.family for spec in CHECKS}
 
 
-CHAINED = {"bert", "transformer"}
+CHAINED = {"asr_transformer", "bert", "transformer"}
 
 
 @pytest.mark.memorise

@@ -67,6 +67,7 @@ TINY_TEXT = {
         "pretraining_input.max_predictions_per_seq = 4",
     ),
     "transformer": ("TranslationTask.vocab_size = 100", "translation_input.max_length = 16"),
+    "asr_transformer": ("speech_input.max_seconds = 0.5", "speech_input.max_target_length = 8"),
 }
 
 
@@ -205,11 +206,16 @@ def _check_gan(pair: AdversarialPair, size: int) -> None:
 
 def _check_text_model(name: str, config: dict) -> tf_keras.Model:
     """BERT at its defaults (30,522 tokens, 512 positions): its heads' logits; the Transformer
-    at the paper's 37,000 shared tokens: its target logits. The model, for counting."""
+    at the paper's 37,000 shared tokens and the ASR Transformer at its 31 characters: their
+    target logits. The model, for counting."""
     model = registry.create_model(name, **config)
     ids = tf.zeros([2, 8], tf.int32)
-    if registry.model_entry(name).family == "transformer":
+    family = registry.model_entry(name).family
+    if family == "transformer":
         assert model({"inputs": ids + 1, "targets": ids + 1}).shape == (2, 8, 37000)
+    elif family == "asr_transformer":  # 8 frames of 80 mel bins, 31 characters
+        features = {"features": tf.zeros([2, 8, 80]), "feature_mask": tf.ones([2, 8], tf.int32)}
+        assert model({**features, "targets": ids + 1})["logits"].shape == (2, 8, 31)
     else:
         features = {k: ids for k in ("input_word_ids", "input_mask", "input_type_ids")}
         outputs = model({**features, "masked_lm_positions": ids[:, :3]})

@@ -17,7 +17,7 @@ from models.core.cluster import is_chief, is_multi_worker
 from models.core.errors import Stopped, UsageError, nearest
 from models.core.export import export_saved_model
 from models.core.init_checkpoint import resolve_checkpoint, restore_init_checkpoint
-from models.core.predict import predict_image, predict_samples, predict_text
+from models.core.predict import predict_audio, predict_image, predict_samples, predict_text
 from models.core.profiler import Profiler
 from models.core.progress import ProgressTicker, TrainingPace
 from models.core.records import RunInfo, RunRecorder, describe_accelerator
@@ -52,6 +52,7 @@ class RunOptions:
     image: str | None = None  # --mode=predict
     text: str | None = None  # --mode=predict --input
     num_images: int | None = None  # --mode=predict --num_images (generative models)
+    audio: str | None = None  # --mode=predict --audio (speech recognition)
     output: str | None = None
 
 
@@ -338,6 +339,8 @@ class Experiment:
             options = self.options
             if options.text:
                 return predict_text(self.task, self.models, options.text, options.output)
+            if options.audio:
+                return predict_audio(self.task, self.models, options.audio, options.output)
             if options.num_images:
                 return predict_samples(self.task, self.models, options.num_images, options.output)
             return predict_image(self.task, self.models, options.image, options.output)

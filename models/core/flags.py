@@ -33,6 +33,9 @@ def _define() -> None:
     flags.DEFINE_string(
         "input", None, "--mode=predict: a UTF-8 text file, one input a line (e.g. to translate)."
     )
+    flags.DEFINE_string(
+        "audio", None, "--mode=predict: a 16 kHz WAV file to transcribe (speech recognition)."
+    )
     flags.DEFINE_integer(
         "num_images",
         None,

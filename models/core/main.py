@@ -87,7 +87,7 @@ def run_from_flags(family: str) -> tuple[Task, dict]:
     if FLAGS.data_dir is not None and not FLAGS.data_dir.strip():
         raise UsageError("--data_dir is empty")
     if FLAGS.mode == "predict":
-        check_paths(FLAGS.image, FLAGS.output, FLAGS.input, FLAGS.num_images)
+        check_paths(FLAGS.image, FLAGS.output, FLAGS.input, FLAGS.num_images, FLAGS.audio)
     files = FLAGS.gin_file or [f"{family}/default.gin"]
     bindings = FLAGS.gin_param + FLAGS.gin_bindings
     gin_config.parse(files, bindings, family=family, slice_name=FLAGS.slice)
@@ -122,6 +122,7 @@ def run_from_flags(family: str) -> tuple[Task, dict]:
         image=FLAGS.image,
         text=FLAGS.input,
         num_images=FLAGS.num_images,
+        audio=FLAGS.audio,
         output=FLAGS.output,
     )
     training = FLAGS.mode in TRAINING_MODES and is_chief(strategy)

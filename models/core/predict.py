@@ -1,7 +1,8 @@
 """`--mode=predict`: the restored model on a user's own input, so that a user can see what the
 model does. Images: `--image=a.jpg --output=a.png`, the prediction drawn by the task into a PNG.
 Text: `--input=file.txt [--output=out.txt]`, one prediction a line for each input line (a
-translation), written to --output or printed. Generative models: `--num_images=64
+translation), written to --output or printed. Speech: `--audio=a.wav [--output=a.txt]`, its
+transcript. Generative models: `--num_images=64
 --output=grid.png`, a grid of samples."""
 
 from __future__ import annotations
@@ -16,16 +17,23 @@ from models.core.task import Models, Task
 
 
 def check_paths(
-    image: str | None, output: str | None, text: str | None = None, num_images: int | None = None
+    image: str | None,
+    output: str | None,
+    text: str | None = None,
+    num_images: int | None = None,
+    audio: str | None = None,
 ) -> None:
-    """UsageError unless exactly one of --image / --input names a readable file, or
+    """UsageError unless exactly one of --image / --input / --audio names a readable file, or
     --num_images asks a generative model for samples, and an image or samples have a PNG
     --output."""
-    if sum(bool(x) for x in (image, text, num_images)) > 1:
+    if sum(bool(x) for x in (image, text, num_images, audio)) > 1:
         raise UsageError(
-            "--mode=predict takes one of --image (a picture), --input (text) or --num_images "
-            "(samples of a generative model)"
+            "--mode=predict takes one of --image (a picture), --input (text), --audio (speech) "
+            "or --num_images (samples of a generative model)"
         )
+    if audio:
+        _check_file(audio, "--audio")
+        return
     if num_images:
         if not output or not output.lower().endswith(".png"):
             raise UsageError("--mode=predict --num_images needs --output=FILE.png (the grid)")
@@ -35,7 +43,8 @@ def check_paths(
         return
     if not image or not output:
         raise UsageError(
-            "--mode=predict needs --image=FILE.jpg and --output=FILE.png (or --input=FILE.txt)"
+            "--mode=predict needs --image=FILE.jpg and --output=FILE.png (or --input=FILE.txt, "
+            "or --audio=FILE.wav)"
         )
     _check_file(image, "--image")
     if not output.lower().endswith(".png"):
@@ -87,6 +96,18 @@ def input_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
+
+
+def predict_audio(task: Task, models: Models, audio: str, output: str | None) -> dict[str, str]:
+    """The transcript of the WAV file `audio`, into `output` (a text file, written whole) or,
+    without one, onto stdout."""
+    with tf.io.gfile.GFile(audio, "rb") as f:
+        transcript = task.transcribe_audio(models, f.read(), audio)
+    if output:
+        write_atomically(output, f"{transcript}\n")
+    else:
+        print(transcript, flush=True)
+    return {"output": output or "stdout", "words": str(len(transcript.split()))}
 
 
 def predict_samples(task: Task, models: Models, count: int, output: str) -> dict[str, str]:

@@ -212,6 +212,11 @@ class Task(abc.ABC):
         read text override it."""
         raise UsageError(f"--mode=predict: {type(self).__name__} does not read --input text")
 
+    def transcribe_audio(self, models: Models, wav: bytes, name: str) -> str:
+        """The transcript of one WAV file's bytes for `--mode=predict --audio=FILE` (`name`:
+        the file, for error lines); speech tasks override it."""
+        raise UsageError(f"--mode=predict: {type(self).__name__} does not read --audio")
+
     def serving_signatures(self, models: Models) -> dict[str, tf.types.experimental.Function]:
         """tf.functions to export as SavedModel signatures; empty means export unsupported."""
         return {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 
 import gin
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -18,23 +17,15 @@ from models.core.files import write_atomically
 from models.core.task import Models, Task
 from models.data.convert.parallel_text import UNIQUE_ID
 from models.data.translation import PAD_ID, TranslationInput
+from models.tasks.sequence_outputs import (
+    by_example,
+    fixed_width,
+    token_loss,
+    token_metrics,
+    update_token_metrics,
+)
 
 PREDICT_BATCH = 64  # sentences translated at once by --mode=predict
-
-
-def smoothed_cross_entropy(labels: tf.Tensor, logits: tf.Tensor, smoothing: float) -> tf.Tensor:
-    """Per-token cross-entropy against targets smoothed as Tensor2Tensor and Model Garden do
-    (1 - smoothing on the label, the rest spread over the other tokens), less its minimum, so
-    that a perfect prediction scores 0; float32."""
-    logits = tf.cast(logits, tf.float32)
-    vocab = tf.shape(logits)[-1]
-    off = smoothing / tf.cast(vocab - 1, tf.float32)
-    targets = tf.one_hot(labels, vocab, on_value=1.0 - smoothing, off_value=off)
-    loss = tf.nn.softmax_cross_entropy_with_logits(labels=targets, logits=logits)
-    if smoothing == 0:
-        return loss
-    floor = -(1.0 - smoothing) * np.log(1.0 - smoothing) - smoothing * tf.math.log(off)
-    return loss - floor
 
 
 @gin.configurable
@@ -98,49 +89,33 @@ class TranslationTask(Task):
         return self.input.num_examples(split)
 
     def build_metrics(self, training: bool, evaluation=None) -> list[tf_keras.metrics.Metric]:
-        accuracy = tf_keras.metrics.SparseCategoricalAccuracy("token_accuracy")
-        return [accuracy] if training else [accuracy, tf_keras.metrics.Mean("loss")]
+        return token_metrics(training)
 
     def train_step(self, inputs, models, optimizers, metrics, global_batch_size):
         model = models["model"]
-        weights = tf.cast(inputs["target_mask"], tf.float32)
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
             logits = model(_pair(inputs), training=True)
-            per_token = smoothed_cross_entropy(inputs["targets"], logits, self.label_smoothing)
-            loss = tf.reduce_sum(per_token * weights) / tf.reduce_sum(weights)
+            loss = token_loss(inputs, logits, self.label_smoothing)
             scaled = loss / replicas  # Model Garden's: each replica's token mean, averaged
         grads = tape.gradient(scaled, model.trainable_variables)
         optimizers["model"].apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        metrics[0].update_state(inputs["targets"], logits, sample_weight=weights)
+        update_token_metrics(metrics, inputs, logits)
         return {"loss": loss}
 
     def validation_step(self, inputs, models, metrics, evaluation):
         model = models["model"]
-        weights = tf.cast(inputs["target_mask"], tf.float32)
         logits = model(_pair(inputs), training=False)
-        accuracy, loss = metrics
-        accuracy.update_state(inputs["targets"], logits, sample_weight=weights)
-        loss.update_state(smoothed_cross_entropy(inputs["targets"], logits, 0.0), weights)
+        update_token_metrics(metrics, inputs, logits)
         if evaluation.kind == "loss":
             return {}
         ids = model.translate(inputs["inputs"], self.beam_size, self.alpha)["outputs"]
-        return {UNIQUE_ID: inputs[UNIQUE_ID], "translation": self._fixed_width(ids, model)}
-
-    def _fixed_width(self, ids: tf.Tensor, model) -> tf.Tensor:
-        """Decoded ids padded to the longest a translation can be, so that every replica's
-        batch has one shape to gather (the search stops when its batch is done)."""
         width = self.input.max_length + model.get_config()["extra_decode_length"]
-        ids = tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]])
-        return tf.ensure_shape(ids, [None, width])
+        return {UNIQUE_ID: inputs[UNIQUE_ID], "translation": fixed_width(ids, width)}
 
     def aggregate_logs(self, state, step_outputs, evaluation):
         """{unique_id: decoded ids} of every real pair (padding pairs dropped)."""
-        state = state if state is not None else {}
-        for uid, ids in zip(step_outputs[UNIQUE_ID], step_outputs["translation"], strict=True):
-            if uid != PAD_ID:
-                state[int(uid)] = ids
-        return state
+        return by_example(state, step_outputs[UNIQUE_ID], step_outputs["translation"], PAD_ID)
 
     def reduce_aggregated_logs(self, state, evaluation) -> dict[str, float]:
         """sacreBLEU of the split's translations against its references (detokenised,

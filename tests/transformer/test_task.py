@@ -1,6 +1,5 @@
-"""TranslationTask's loss and scoring: label smoothing as Model Garden's translation task
-computes it, and the BLEU an evaluation reports equals sacreBLEU's command line on the
-translations and references it writes."""
+"""TranslationTask's scoring: the BLEU an evaluation reports equals sacreBLEU's command line on
+the translations and references it writes (its loss: tests/tasks/test_sequence_outputs.py)."""
 
 from __future__ import annotations
 
@@ -9,25 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
-from official.nlp.tasks.translation import _padded_cross_entropy_loss
 from zoo_testing import PYTHON
 
 from models.core.settings import EvalPlan
 from models.core.task import EvalRun
-from models.transformer.task import TranslationTask, smoothed_cross_entropy
+from models.transformer.task import TranslationTask
 
 SACREBLEU = str(Path(PYTHON).parent / "sacrebleu")
-
-
-@pytest.mark.parametrize("smoothing", [0.0, 0.1])
-def test_smoothed_loss_is_model_gardens(smoothing):
-    logits = tf.random.stateless_normal([3, 5, 11], [0, 1])
-    labels = tf.random.stateless_uniform([3, 5], [0, 2], 1, 11, tf.int32)
-    ours = smoothed_cross_entropy(labels, logits, smoothing)
-    theirs, weights = _padded_cross_entropy_loss(logits, labels, smoothing, 11)
-    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
-    assert float(tf.reduce_min(weights)) == 1.0
 
 
 def test_bleu_equals_sacrebleus_command_line_on_the_written_files(tmp_path):

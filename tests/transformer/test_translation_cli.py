@@ -14,7 +14,7 @@ CASES = {
     ),
     "a picture and a text at once": (
         ["--mode=predict", "--input=/nowhere/lines.en", "--image=/nowhere/a.jpg"],
-        "error: --mode=predict takes one of --image (a picture), --input (text) or --num_images",
+        "error: --mode=predict takes one of --image (a picture), --input (text), --audio",
     ),
     "an input longer than the data allows": (
         ["--gin_param=translation_input.max_length = 32"],

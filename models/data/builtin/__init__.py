@@ -61,6 +61,23 @@ def _pg_messages() -> str:
     return pg_messages.prepare()
 
 
+def _spoken_wordnet() -> str:
+    """Prepares WordNet's example sentences spoken by espeak-ng in many voices as speech
+    records (Debian's wordnet-base and espeak-ng; imported lazily: synthesis pulls in scipy and
+    soundfile, converting it TensorFlow)."""
+    from models.data.builtin import spoken_wordnet
+
+    return spoken_wordnet.prepare()
+
+
+def _cmu_recordings() -> str:
+    """Prepares CMU Sphinx's 12 transcribed recordings of human speech as a speech test set
+    (Debian's pocketsphinx-testdata; imported lazily: converting it pulls in TensorFlow)."""
+    from models.data.builtin import cmu_recordings
+
+    return cmu_recordings.prepare()
+
+
 BUILTINS: dict[str, Callable[[], str]] = {
     "digits": _digits,
     "digit_scenes": _digit_scenes,
@@ -69,6 +86,8 @@ BUILTINS: dict[str, Callable[[], str]] = {
     "wordnet_glosses": _wordnet_glosses,
     "wordnet_qa": _wordnet_qa,
     "pg_messages": _pg_messages,
+    "spoken_wordnet": _spoken_wordnet,
+    "cmu_recordings": _cmu_recordings,
 }
 
 

@@ -603,25 +603,9 @@ def main(argv: list[str]) -> None:
 
 def read_split(files: Sequence[str], languages: tuple[str, str]) -> tuple[list[str], list[str]]:
     """(source sentences, target sentences) of a split's records, in unique_id order."""
-    import tensorflow as tf
+    from models.data.records import texts_by_id
 
-    schema = {
-        **{language: tf.io.FixedLenFeature([], tf.string) for language in languages},
-        UNIQUE_ID: tf.io.FixedLenFeature([], tf.int64),
-    }
-    records = (
-        tf.data.TFRecordDataset(list(files))
-        .batch(1024)
-        .map(lambda batch: tf.io.parse_example(batch, schema))
-    )
-    found: dict[int, tuple[str, str]] = {}
-    for batch in records.as_numpy_iterator():
-        for index, source, target in zip(
-            batch[UNIQUE_ID], batch[languages[0]], batch[languages[1]], strict=True
-        ):
-            found[int(index)] = (source.decode("utf-8"), target.decode("utf-8"))
-    ordered = [found[index] for index in sorted(found)]
-    return [pair[0] for pair in ordered], [pair[1] for pair in ordered]
+    return texts_by_id(files, languages, UNIQUE_ID)
 
 
 if __name__ == "__main__":
