@@ -28,6 +28,8 @@ TRANSLATION = [r for r in RECIPES if r.startswith("transformer/") and r.endswith
 SEGMENTATION = [r for r in RECIPES if r.startswith("deeplab/") and r != "deeplab/default.gin"]
 # The GANs' published recipes: ImageNet at the model's size, scored by Inception-v3's FID.
 GAN = [r for r in RECIPES if r.startswith(("compare_gan/biggan_", "dcgan/dcgan_"))]
+# The ASR Transformer's: LibriSpeech records given with --data_dir.
+SPEECH = [r for r in RECIPES if r.startswith("asr_transformer/") and "default" not in r]
 # Vaswani et al. 2017, Table 3: (layers a stack, width, feed-forward width, heads, dropout).
 PAPER_TRANSFORMERS = {
     "transformer_base": (6, 512, 2048, 8, 0.1),
@@ -57,8 +59,18 @@ def test_every_family_has_a_default_and_a_real_dataset_recipe():
     assert "retinanet" in families
     for family in families:
         assert f"{family}/default.gin" in RECIPES
-        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION + GAN + SEGMENTATION
+        published = IMAGENET + COCO + BERT_PUBLISHED + TRANSLATION + GAN + SEGMENTATION + SPEECH
         assert any(r.startswith(f"{family}/") for r in published), family
+
+
+@pytest.mark.parametrize("recipe", SPEECH)
+def test_speech_recipe_trains_a_tensor2tensor_size_to_a_wer_target(recipe):
+    gin_config.parse([recipe], [])
+    spec = RunSpec().check()
+    task = spec.task(model=spec.model, data_dir="/nonexistent")  # the data is read lazily
+    assert spec.model.startswith("asr_transformer_t2t_") and task.primary_metric == "wer"
+    settings = TrainSettings()
+    assert settings.target_metric == "wer" and 0.0 < settings.target_value < 0.3
 
 
 @pytest.mark.parametrize("recipe", COCO)
