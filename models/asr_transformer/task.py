@@ -17,7 +17,7 @@ from models.core.task import Models, Task
 from models.data import audio_features
 from models.data.audio_files import check_wav
 from models.data.speech import PAD_ID, SpeechInput
-from models.data.speech_schema import SAMPLE_RATE, UNIQUE_ID
+from models.data.speech_schema import SAMPLE_RATE, UNIQUE_ID, normalise_text
 from models.data.transcripts import word_error_rate
 from models.tasks.sequence_outputs import (
     by_example,
@@ -171,8 +171,6 @@ class SpeechRecognitionTask(Task):
         """evaluations/<name>/<split>-<step>.txt (run.path: never overwritten) and, once,
         <split>-reference.txt, Kaldi's text format (`<utterance id> <words>`), normalised as
         scored: jiwer on their words gives the run's WER."""
-        from models.data.speech_schema import normalise_text
-
         run = self.eval_run
         if run is None or run.directory is None:
             return

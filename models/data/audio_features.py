@@ -106,8 +106,9 @@ def spec_augment(
     time_ratio: float = 1.0,
 ) -> tf.Tensor:
     """SpecAugment's frequency and time masks on normalised features [frames, bins], set to 0
-    (the mean), from a stateless seed [2]; defaults: Park et al. 2019's LibriSpeech basic
-    policy (F=27, mF=2, T=100, mT=2, p=1.0). Zero masks or widths change nothing."""
+    (the mean), from a stateless seed [2]; defaults: Park et al. 2019's LibriSpeech double
+    policy LD without time warping (F=27, mF=2, T=100, mT=2, p=1.0). Zero masks or widths
+    change nothing."""
     freq_seed, time_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
     shape = tf.shape(features)
     bins = _band_mask(freq_seed, shape[1], freq_masks, freq_width, 1.0)
