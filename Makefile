@@ -8,7 +8,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast acceptance format clean system-packages
+.PHONY: install demo test test-fast acceptance format clean system-packages
+
+# Plain `make`: .venv with the project and its test tools, and the Debian packages below.
+install: $(STAMP) system-packages
 
 # Debian packages that built-in datasets read (wordnet-base: WordNet's noun glosses, the BERT
 # classification task; postgresql-15, with its client and libpq5: PostgreSQL's German message

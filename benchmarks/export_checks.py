@@ -128,10 +128,27 @@ def translation_agreement(export_dir: str, model_dir: Path) -> ExportCheck:
     return ExportCheck("export agreeing with the run's test translations", share, 0.95)
 
 
+def transcript_agreement(export_dir: str, model_dir: Path) -> ExportCheck:
+    """Share of the validation clips (voices training never heard) that the export, given
+    them as WAV files, transcribes exactly as the run's last evaluation wrote them."""
+    from models.data.audio_files import wav_bytes
+    from models.data.speech import SpeechInput, read_clips
+
+    written = model_dir.glob("evaluations/*/validation-[0-9]*.txt")  # <split>-<step>.txt
+    last = max(written, key=lambda path: int(path.stem.split("-")[1]))
+    transcripts = [line.partition(" ")[2] for line in last.read_text().splitlines()]
+    wavs = [wav_bytes(clip) for clip in read_clips(SpeechInput().files("validation"))]
+    served = serve_fresh(export_dir, {"wav": wavs})["transcript"]
+    same = sum(ours == theirs for ours, theirs in zip(served, transcripts, strict=True))
+    name = "export agreeing with the run's validation transcripts"
+    return ExportCheck(name, same / len(wavs), 0.95)
+
+
 CHECKS: dict[str, Callable[[str, Path], ExportCheck]] = {
     "bert/glosses": lambda export_dir, _: glosses_accuracy(export_dir),
     "bert/squad": lambda export_dir, _: squad_f1(export_dir),
     "transformer/default": translation_agreement,
+    "asr_transformer/default": transcript_agreement,
 }
 
 

@@ -12,7 +12,6 @@ import tf_keras
 
 from models.core import registry
 from models.core.errors import UsageError
-from models.core.files import write_atomically
 from models.core.task import Models, Task
 from models.data import audio_features
 from models.data.audio_files import check_wav
@@ -168,17 +167,13 @@ class SpeechRecognitionTask(Task):
         return {"wer": word_error_rate(references, hypotheses)}
 
     def _write(self, split: str, utterances, references, hypotheses) -> None:
-        """evaluations/<name>/<split>-<step>.txt (run.path: never overwritten) and, once,
-        <split>-reference.txt, Kaldi's text format (`<utterance id> <words>`), normalised as
-        scored: jiwer on their words gives the run's WER."""
-        run = self.eval_run
-        if run is None or run.directory is None:
-            return
-        tf.io.gfile.makedirs(run.directory)
-        reference = f"{run.directory}/{split}-reference.txt"
-        if not tf.io.gfile.exists(reference):
-            write_atomically(reference, _kaldi_text(utterances, map(normalise_text, references)))
-        write_atomically(run.path(split, ".txt"), _kaldi_text(utterances, hypotheses))
+        """evaluations/<name>/<split>-<step>.txt beside <split>-reference.txt (eval_run's
+        write_scored), Kaldi's text format (`<utterance id> <words>`), normalised as scored:
+        jiwer on their words gives the run's WER."""
+        if self.eval_run is not None:
+            written = _kaldi_text(utterances, hypotheses)
+            reference = _kaldi_text(utterances, map(normalise_text, references))
+            self.eval_run.write_scored(split, ".txt", written, reference)
 
     # ------------------------------------------------------------ serving
 

@@ -72,7 +72,10 @@ class Experiment:
         if not settings.synthetic_input and options.mode != "export":
             task.validate_data(self._splits_read())
         self.sizes = self._sizes_if_known if settings.synthetic_input else task.num_examples
-        self.plan = StepPlan.make(settings, self.sizes("train"), self.sizes)
+        # Modes that read no training data (eval of a test-only folder) need its size only for
+        # lengths in epochs
+        train_size = self.sizes("train") if self.training else self._sizes_if_known("train")
+        self.plan = StepPlan.make(settings, train_size, self.sizes)
         self.target = self._target()
         self.also_reach = self._also_reach()
         self.state = build_training_state(task, strategy, self.plan)
@@ -120,8 +123,9 @@ class Experiment:
         return splits
 
     def _sizes_if_known(self, split: str) -> int | None:
-        """Split sizes for synthetic input: the task's where it knows them (the recipe says,
-        or the data is there), else None (then the recipe's lengths must be in steps)."""
+        """Split sizes for synthetic input, and the training split's outside training: the
+        task's where it knows them (the recipe says, or the data is there), else None (then the
+        recipe's lengths must be in steps or examples)."""
         try:
             return self.task.num_examples(split)
         except UsageError:

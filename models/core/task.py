@@ -17,7 +17,8 @@ A task owns its models, inputs, per-replica train and eval steps and metrics:
   as `<name>/<metric>`.
 - Before `reduce_aggregated_logs`, core sets `task.eval_run`: the step evaluated and the folder
   where the evaluation may write what a person should read (translations, sample grids), each
-  file at `eval_run.path(stem, suffix)`, which never reuses an earlier evaluation's name.
+  file at `eval_run.path(stem, suffix)`, which never reuses an earlier evaluation's name
+  (outputs scored against references: `eval_run.write_scored`, which writes both).
 - `lower_is_better` names the metrics whose targets are reached from above (WER, FID).
 """
 
@@ -33,6 +34,7 @@ import tf_keras
 
 from models.core import optimization
 from models.core.errors import UsageError
+from models.core.files import write_atomically
 from models.core.settings import EvalPlan, StepPlan
 
 Models = dict[str, tf_keras.Model]
@@ -60,6 +62,22 @@ class EvalRun:
             n += 1
             path = f"{base}-{n}{suffix}"
         self.written.append(path)
+        return path
+
+    def write_scored(self, stem: str, suffix: str, outputs: str, reference: str) -> str | None:
+        """An evaluation's outputs at path(stem, suffix), and the reference they were scored
+        against at `<stem>-reference<suffix>`, written once; where that file holds another
+        reference (the same split of other data: another --data_dir), at `<the outputs'
+        name>-reference<suffix>` instead. The outputs' path (None on non-chief workers)."""
+        if self.directory is None:
+            return None
+        tf.io.gfile.makedirs(self.directory)
+        path, shared = self.path(stem, suffix), f"{self.directory}/{stem}-reference{suffix}"
+        if not tf.io.gfile.exists(shared):
+            write_atomically(shared, reference)
+        elif tf.io.gfile.GFile(shared).read() != reference:
+            write_atomically(f"{path.removesuffix(suffix)}-reference{suffix}", reference)
+        write_atomically(path, outputs)
         return path
 
 

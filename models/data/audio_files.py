@@ -70,6 +70,15 @@ def read_audio(path: str) -> np.ndarray:
     return samples[:, 0]
 
 
+def wav_bytes(samples: np.ndarray) -> bytes:
+    """A 16-bit PCM WAV file of int16 mono samples at 16 kHz (what serving and --audio read)."""
+    import soundfile
+
+    buffer = io.BytesIO()
+    soundfile.write(buffer, np.asarray(samples, np.int16), SAMPLE_RATE, "PCM_16", format="WAV")
+    return buffer.getvalue()
+
+
 def check_wav(data: bytes, name: str, max_seconds: float) -> None:
     """UsageError unless `data` is a 16-bit PCM WAV file (what tf.audio.decode_wav reads) of
     16 kHz mono audio, at least one 25 ms window and at most `max_seconds` long."""

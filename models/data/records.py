@@ -165,11 +165,11 @@ def check_parses(files: Sequence[str], schema: dict, what: str, count: int = 2) 
                 raise UsageError(f"{path} does not hold {what}: {reason}") from None
 
 
-def texts_by_id(
-    files: Sequence[str], names: tuple[str, str], key: str = "unique_id"
-) -> tuple[list[str], list[str]]:
-    """Two UTF-8 text features of a split's records (a sentence pair, an utterance id and its
-    transcript), each list in the order of the records' `key` (their index in the split)."""
+def features_by_id(
+    files: Sequence[str], names: Sequence[str], key: str = "unique_id"
+) -> list[tuple[bytes, ...]]:
+    """Bytes features of a split's records, a tuple a record, in the order of the records'
+    `key` (their index in the split)."""
     schema = {name: tf.io.FixedLenFeature([], tf.string) for name in names}
     schema[key] = tf.io.FixedLenFeature([], tf.int64)
     records = (
@@ -177,9 +177,17 @@ def texts_by_id(
         .batch(1024)
         .map(lambda batch: tf.io.parse_example(batch, schema))
     )
-    found: dict[int, tuple[str, str]] = {}
+    found: dict[int, tuple[bytes, ...]] = {}
     for batch in records.as_numpy_iterator():
-        for index, first, second in zip(batch[key], batch[names[0]], batch[names[1]], strict=True):
-            found[int(index)] = (first.decode("utf-8"), second.decode("utf-8"))
-    ordered = [found[index] for index in sorted(found)]
-    return [pair[0] for pair in ordered], [pair[1] for pair in ordered]
+        for row, index in enumerate(batch[key]):
+            found[int(index)] = tuple(batch[name][row] for name in names)
+    return [found[index] for index in sorted(found)]
+
+
+def texts_by_id(
+    files: Sequence[str], names: tuple[str, str], key: str = "unique_id"
+) -> tuple[list[str], list[str]]:
+    """Two UTF-8 text features of a split's records (a sentence pair, an utterance id and its
+    transcript), each list in the order of the records' `key` (their index in the split)."""
+    rows = features_by_id(files, names, key)
+    return [a.decode("utf-8") for a, _ in rows], [b.decode("utf-8") for _, b in rows]

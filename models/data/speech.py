@@ -31,7 +31,7 @@ from models.data.audio_features import NUM_BINS, features, num_frames, spec_augm
 from models.data.folder import DataFolder
 from models.data.imagenet_schema import INFO_FILE
 from models.data.reader import InputReader, constant_padding
-from models.data.records import check_parses, find_files, texts_by_id
+from models.data.records import check_parses, features_by_id, find_files, texts_by_id
 from models.data.speech_schema import (
     AUDIO,
     FEATURES,
@@ -332,6 +332,11 @@ class SpeechInput(DataFolder):
 def read_references(files: Sequence[str]) -> tuple[list[str], list[str]]:
     """(utterance ids, transcripts) of a split's records, in unique_id order."""
     return texts_by_id(files, (UTTERANCE, TRANSCRIPT), UNIQUE_ID)
+
+
+def read_clips(files: Sequence[str]) -> list[np.ndarray]:
+    """The int16 samples of a split's clips, in unique_id order (as read_references)."""
+    return [np.frombuffer(pcm, "<i2") for (pcm,) in features_by_id(files, (AUDIO,), UNIQUE_ID)]
 
 
 def _with_masks(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

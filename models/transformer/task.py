@@ -13,7 +13,6 @@ import tf_keras
 
 from models.core import registry
 from models.core.errors import UsageError
-from models.core.files import write_atomically
 from models.core.task import Models, Task
 from models.data.convert.parallel_text import UNIQUE_ID
 from models.data.translation import PAD_ID, TranslationInput
@@ -133,19 +132,13 @@ class TranslationTask(Task):
         return {"bleu": sacrebleu.corpus_bleu(translations, [references]).score}
 
     def _write(self, split: str, translations: list[str], references: list[str]) -> None:
-        """evaluations/<name>/<split>-<step>.<target> (run.path: a rerun's never overwrites it)
-        and, once, <split>-reference.<target>: `sacrebleu REFERENCE -i TRANSLATIONS` scores
-        them as the run did."""
-        run = self.eval_run
-        if run is None or run.directory is None:
-            return
-        language = self.input.languages[1]
-        tf.io.gfile.makedirs(run.directory)
-        reference = f"{run.directory}/{split}-reference.{language}"
-        if not tf.io.gfile.exists(reference):
-            write_atomically(reference, "".join(f"{line}\n" for line in references))
-        path = run.path(split, f".{language}")
-        write_atomically(path, "".join(f"{line}\n" for line in translations))
+        """evaluations/<name>/<split>-<step>.<target> beside <split>-reference.<target>
+        (eval_run's write_scored): `sacrebleu REFERENCE -i TRANSLATIONS` scores them as the run
+        did."""
+        if self.eval_run is not None:
+            lines = lambda texts: "".join(f"{line}\n" for line in texts)  # noqa: E731
+            suffix = f".{self.input.languages[1]}"
+            self.eval_run.write_scored(split, suffix, lines(translations), lines(references))
 
     def translator(self, models: Models):
         """A tf.function: [n] source strings -> {"translation": [n] strings, "score": [n]},

@@ -2,7 +2,8 @@
 it memorises one batch of the built-in spoken_wordnet (WER under 0.05 on those clips); the WER
 it reports is jiwer's on the transcripts it wrote; its export transcribes WAV files in a fresh
 process (which imports only TensorFlow and tensorflow-text) as the evaluation did;
-`--mode=predict --audio=FILE` prints what the export answers; audio it cannot read is one line
+`--mode=predict --audio=FILE` prints what the export answers; `--mode=eval` reads a folder of
+test clips only (the built-in real speech); audio it cannot read is one line
 and exit 2, with nothing written. With the transcripts shuffled at every step
 (tests/breakages.py), the check fails. The recipe's WER target on the full built-in data is
 `make acceptance`'s (README, "Tests")."""
@@ -16,14 +17,15 @@ import jiwer
 import numpy as np
 import pytest
 import soundfile
-import tensorflow as tf
 from memorisation import check_fails, check_memorises, command, export, run_mode
 from memorisation_checks import BY_NAME
 from one_batch_data import one_batch
 from zoo_testing import latest_record, one_error_line
 
 from benchmarks.export_checks import serve_fresh
-from models.data.speech_schema import AUDIO, FEATURES, UNIQUE_ID
+from models.data import builtin
+from models.data.audio_files import wav_bytes
+from models.data.speech import read_clips
 
 SPEC = BY_NAME["asr_transformer"]
 RATE = 16000
@@ -40,17 +42,6 @@ def _wav(samples: np.ndarray, rate: int = RATE, subtype: str = "PCM_16", fmt="WA
     return buffer.getvalue()
 
 
-def _clips(data_dir: str) -> list[np.ndarray]:
-    """The batch's clips (int16), in unique_id order."""
-    records = tf.data.TFRecordDataset(sorted(Path(data_dir).glob("validation-*")))
-    clips = {}
-    for record in records:
-        example = tf.io.parse_single_example(record, FEATURES)
-        pcm = np.frombuffer(example[AUDIO].numpy(), "<i2")
-        clips[int(example[UNIQUE_ID])] = pcm
-    return [clips[uid] for uid in sorted(clips)]
-
-
 @pytest.mark.memorise
 def test_memorises_then_scores_exports_and_transcribes_wav_files(tmp_path, cli_env):
     run = tmp_path / "run"
@@ -63,7 +54,8 @@ def test_memorises_then_scores_exports_and_transcribes_wav_files(tmp_path, cli_e
     assert jiwer.wer(references, hypotheses) == pytest.approx(record["final_metrics"]["wer"])
 
     exported = export(SPEC, run, cli_env)
-    wavs = [_wav(clip) for clip in _clips(one_batch(SPEC.data, SPEC.examples))]
+    clips = read_clips(sorted(Path(one_batch(SPEC.data, SPEC.examples)).glob("validation-*")))
+    wavs = [wav_bytes(clip) for clip in clips]
     served = serve_fresh(exported, {"wav": wavs}, cli_env)["transcript"]
     # The evaluation batched and padded the same clips otherwise: rare ties may differ.
     same = sum(ours == theirs for ours, theirs in zip(served, hypotheses, strict=True))
@@ -73,6 +65,18 @@ def test_memorises_then_scores_exports_and_transcribes_wav_files(tmp_path, cli_e
     audio.write_bytes(wavs[0])
     printed = run_mode(SPEC, run, cli_env, "--mode=predict", f"--audio={audio}")
     assert printed.splitlines()[-2] == served[0]
+
+    # A folder of test clips only (real speech; no training split) evaluates by name, its
+    # transcripts beside their own references
+    real = builtin.prepare("cmu_recordings")
+    split, longest = (
+        '--gin_param=evaluation.split = "test"',
+        "--gin_param=speech_input.max_seconds = 7.2",
+    )
+    printed = run_mode(SPEC, run, cli_env, f"--data_dir={real}", "--mode=eval", split, longest)
+    assert "wer=" in printed.splitlines()[-1]
+    assert len(_words(written / f"test-{step}-eval.txt")) == 12
+    assert len(_words(written / "test-reference.txt")) == 12
 
     checkpoints = sorted(p.name for p in run.iterdir())
     long_clip = np.zeros(RATE * 4, np.int16)  # over the data's longest clip (3.5 s)

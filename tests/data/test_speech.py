@@ -15,8 +15,9 @@ from speech_testing import CLIPS, clip, write_librispeech
 
 from models.core.errors import UsageError
 from models.data.audio_features import NUM_BINS, features, num_frames
+from models.data.audio_files import check_wav, wav_bytes
 from models.data.convert.librispeech import convert
-from models.data.speech import PAD_ID, SpeechInput, bucket_frames
+from models.data.speech import PAD_ID, SpeechInput, bucket_frames, read_clips, read_references
 from models.data.speech_schema import normalise_text
 
 MAX_FRAMES = 300  # 3 s: 298 frames, rounded up to a multiple of 4
@@ -150,3 +151,19 @@ def test_buckets_and_pre_flight_checks_name_the_recipe_settings(folder):
     longer = SpeechInput(data_dir=str(folder), max_seconds=4.0)
     longer.validate()
     assert longer.max_frames == 400 and longer.bucket_frames == (200, 400)
+
+
+def test_clips_read_back_as_written_in_reference_order_and_as_wav_files(folder):
+    """What the export check serves: a split's clips in unique_id order (the order of its
+    references), each the WAV file that --mode=predict and serving read."""
+    files = SpeechInput(data_dir=str(folder)).files("validation")
+    utterances, texts = read_references(files)
+    clips = read_clips(files)
+    assert texts == [text for *_, text in CLIPS[2:]]
+    for samples, (speaker, chapter, utterance, seconds, _) in zip(clips, CLIPS[2:], strict=True):
+        np.testing.assert_array_equal(samples, clip(speaker, chapter, utterance, seconds))
+    wav = wav_bytes(clips[0])
+    check_wav(wav, utterances[0], 3.0)
+    decoded, rate = tf.audio.decode_wav(wav)
+    assert rate == 16000
+    np.testing.assert_array_equal(np.round(decoded[:, 0] * 32768), clips[0])
