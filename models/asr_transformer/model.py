@@ -60,7 +60,8 @@ def parameter_count(
 class FrontEnd(tf_keras.layers.Layer):
     """Two 3x3 convolutions of stride 2 with ReLU (a quarter of the frames and of the mel
     bins), then a projection to the model's width: ([B, T, F] features, [B, T] mask) ->
-    ([B, ceil(T/4), d] frames, [B, ceil(T/4)] bool mask)."""
+    ([B, ceil(T/4), d] frames, [B, ceil(T/4)] bool mask), the same for a clip whatever T its
+    batch pads it to."""
 
     def __init__(self, channels: int, width: int, **kwargs):
         super().__init__(**kwargs)
@@ -71,6 +72,11 @@ class FrontEnd(tf_keras.layers.Layer):
         self.projection = tf_keras.layers.Dense(width)
 
     def call(self, features: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        # "same" padding of stride 2 starts its windows a frame earlier on an odd length: padded
+        # to a multiple of 4 frames, a clip's outputs do not depend on how long its batch is
+        extra = -tf.shape(features)[1] % SUBSAMPLING
+        features = tf.pad(features, [[0, 0], [0, extra], [0, 0]])
+        mask = tf.pad(mask, [[0, 0], [0, extra]])
         x = features[..., tf.newaxis] * tf.cast(mask, features.dtype)[:, :, tf.newaxis, tf.newaxis]
         for convolution in self.convolutions:
             x = convolution(x)

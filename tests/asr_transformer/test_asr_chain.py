@@ -57,9 +57,10 @@ def test_memorises_then_scores_exports_and_transcribes_wav_files(tmp_path, cli_e
     clips = read_clips(sorted(Path(one_batch(SPEC.data, SPEC.examples)).glob("validation-*")))
     wavs = [wav_bytes(clip) for clip in clips]
     served = serve_fresh(exported, {"wav": wavs}, cli_env)["transcript"]
-    # The evaluation batched and padded the same clips otherwise: rare ties may differ.
+    # The evaluation padded the same clips otherwise (to the recipe's longest): at most a rare
+    # tie may differ
     same = sum(ours == theirs for ours, theirs in zip(served, hypotheses, strict=True))
-    assert same / len(wavs) >= 0.75, (served, hypotheses)
+    assert same / len(wavs) >= 0.875, (served, hypotheses)
 
     audio = tmp_path / "clip.wav"
     audio.write_bytes(wavs[0])

@@ -39,6 +39,13 @@ def test_front_end_keeps_a_quarter_of_each_clips_frames():
     noisy = features + 5.0 * (1.0 - tf.cast(mask, tf.float32))[..., tf.newaxis]
     again = model({"features": noisy, "feature_mask": mask, "targets": tf.ones([3, 4], tf.int32)})
     np.testing.assert_allclose(again["logits"], outputs["logits"], atol=1e-4)
+    # nor does the length its batch pads it to (serving pads to the batch's longest clip,
+    # evaluation to the recipe's): odd and even lengths alike
+    for frames in (38, 39, 40, 41, 44):
+        longer = tf.pad(features, [[0, 0], [0, frames - 37], [0, 0]])
+        padded = tf.sequence_mask(lengths, frames, tf.int32)
+        inputs = {"features": longer, "feature_mask": padded, "targets": tf.ones([3, 4], tf.int32)}
+        np.testing.assert_allclose(model(inputs)["logits"], outputs["logits"], atol=1e-3)
 
 
 def test_greedy_transcript_takes_the_teacher_forced_argmax():
