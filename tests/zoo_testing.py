@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from models.data.builtin.cache import BUILDING
+from models.data.builtin.cache import BUILDING, PROGRESS_INDENT
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -137,7 +137,8 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith(BUILDING)]  # a first use's notice
+    # a first use's build: its notice and progress
+    lines = [line for line in lines if not line.startswith((BUILDING, PROGRESS_INDENT))]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
     return lines[0]
 

@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +47,7 @@ import numpy as np
 
 from models.core.errors import UsageError
 from models.data.builtin import espeak
-from models.data.builtin.cache import build_once
+from models.data.builtin.cache import build_once, build_progress
 from models.data.builtin.wordnet_glosses import INSTALL as WORDNET_INSTALL
 
 NAME = "spoken-wordnet-v1"
@@ -319,7 +318,7 @@ def _speak_and_convert(sessions: Sequence[Session], out: Path, split: str) -> No
     from models.data.convert import librispeech
 
     count = len(utterances_of(sessions))
-    print(f"spoken_wordnet: speaking {count} {split} clips", file=sys.stderr, flush=True)
+    build_progress(f"spoken_wordnet: speaking {count} {split} clips")
     folder = out / "librispeech" / split
     write_librispeech(sessions, folder)
     vocabulary = WORDPIECES if split == "train" else None  # learned by the first split
