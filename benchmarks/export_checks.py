@@ -113,14 +113,19 @@ def squad_f1(export_dir: str) -> ExportCheck:
     return ExportCheck("export F1 on the dev questions", scores["final_f1"], 0.5)
 
 
+def last_evaluation(model_dir: Path, split: str, suffix: str) -> Path:
+    """The file that the run's last evaluation of split wrote during training
+    (evaluations/<name>/<split>-<step><suffix>)."""
+    written = model_dir.glob(f"evaluations/*/{split}-[0-9]*{suffix}")
+    return max(written, key=lambda path: int(path.stem.split("-")[1]))
+
+
 def translation_agreement(export_dir: str, model_dir: Path) -> ExportCheck:
     """Share of the test split's sentences that the export translates exactly as the run's
     last evaluation wrote them (evaluation batches and pads them otherwise: rare ties differ)."""
     from models.data.translation import TranslationInput
 
-    written = model_dir.glob("evaluations/*/test-[0-9]*.de")  # <evaluation>/<split>-<step>
-    last = max(written, key=lambda path: int(path.stem.split("-")[1]))
-    translations = last.read_text().splitlines()
+    translations = last_evaluation(model_dir, "test", ".de").read_text().splitlines()
     sources, _ = TranslationInput().evaluation_set("test")
     served = serve_fresh(export_dir, {"source": sources})["translation"]
     same = sum(ours == theirs for ours, theirs in zip(served, translations, strict=True))
@@ -134,9 +139,8 @@ def transcript_agreement(export_dir: str, model_dir: Path) -> ExportCheck:
     from models.data.audio_files import wav_bytes
     from models.data.speech import SpeechInput, read_clips
 
-    written = model_dir.glob("evaluations/*/validation-[0-9]*.txt")  # <split>-<step>.txt
-    last = max(written, key=lambda path: int(path.stem.split("-")[1]))
-    transcripts = [line.partition(" ")[2] for line in last.read_text().splitlines()]
+    written = last_evaluation(model_dir, "validation", ".txt").read_text().splitlines()
+    transcripts = [line.partition(" ")[2] for line in written]  # `<utterance id> <words>`
     wavs = [wav_bytes(clip) for clip in read_clips(SpeechInput().files("validation"))]
     served = serve_fresh(export_dir, {"wav": wavs})["transcript"]
     same = sum(ours == theirs for ours, theirs in zip(served, transcripts, strict=True))

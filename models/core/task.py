@@ -75,10 +75,15 @@ class EvalRun:
         path, shared = self.path(stem, suffix), f"{self.directory}/{stem}-reference{suffix}"
         if not tf.io.gfile.exists(shared):
             write_atomically(shared, reference)
-        elif tf.io.gfile.GFile(shared).read() != reference:
+        elif _read(shared) != reference:
             write_atomically(f"{path.removesuffix(suffix)}-reference{suffix}", reference)
         write_atomically(path, outputs)
         return path
+
+
+def _read(path: str) -> str:
+    with tf.io.gfile.GFile(path) as file:
+        return file.read()
 
 
 class InputSource(Protocol):

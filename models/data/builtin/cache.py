@@ -16,20 +16,18 @@ from models.core.errors import UsageError
 DEFAULT_CACHE_DIR = "~/.cache/tpu-pod-zoo"
 BUILDING = "building the built-in dataset"  # the line a first use prints (stderr)
 PROGRESS_INDENT = "  "  # a build's progress lines, under that one
-
-
-def build_progress(text: str) -> None:
-    """One line of a long build's progress on stderr, indented under its BUILDING notice (a
-    command's one error line after a first use's build is still its only unindented one)."""
-    print(f"{PROGRESS_INDENT}{text}", file=sys.stderr, flush=True)
-
-
 LOCKS = ".locks"  # the cache's folder of per-dataset lock files (build_once)
 
 
 def cache_dir() -> Path:
     """Root of the built-in dataset cache: $ZOO_CACHE_DIR, else ~/.cache/tpu-pod-zoo."""
     return Path(os.environ.get("ZOO_CACHE_DIR") or DEFAULT_CACHE_DIR).expanduser()
+
+
+def build_progress(text: str) -> None:
+    """One line of a long build's progress on stderr, indented under its BUILDING notice (a
+    command's one error line after a first use's build is still its only unindented one)."""
+    print(f"{PROGRESS_INDENT}{text}", file=sys.stderr, flush=True)
 
 
 def build_once(name: str, write: Callable[[Path], None], root: Path | None = None) -> str:
